@@ -1,0 +1,1 @@
+//! An embedded, in-memory Kubernetes API server for development and tests.

@@ -1,0 +1,17 @@
+//! kinformer: Kubernetes client-go's controller machinery for Rust.
+//!
+//! Where to start:
+//! - [`wait`]: `until`, `jitter_until`, backoff and the `poll` family — the timing helpers
+//!   everything else uses.
+//! - [`workqueue`]: the deduplicating, delaying and rate-limiting work queues that controllers
+//!   drain.
+//! - [`cache`]: list & watch → reflector → delta queue → indexed cache → shared informer and
+//!   its handlers, plus listers for reading the cache.
+//!
+//! The data flows in that order: an API server feeds a `ListerWatcher`, the `Reflector` turns
+//! list/watch results into deltas, the informer applies them to an `Indexer` and fans them out
+//! to handlers, and handlers enqueue keys on a `workqueue` that workers drain.
+
+pub mod cache;
+pub mod wait;
+pub mod workqueue;

@@ -1,0 +1,1 @@
+//! Timing helpers: `until`, `jitter_until`, `backoff_until`, [`Backoff`], `poll` and friends.

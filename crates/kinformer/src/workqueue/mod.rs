@@ -1,0 +1,1 @@
+//! Work queues: deduplicating, delaying and rate-limited.
