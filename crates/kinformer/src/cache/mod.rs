@@ -4,10 +4,12 @@
 //! `Indexer` + handlers.
 
 mod error;
+mod notification;
 mod object;
 mod sink;
 
 pub use error::CacheError;
+pub use notification::Notification;
 pub use object::{
     DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey, meta_namespace_key, split_key,
 };
