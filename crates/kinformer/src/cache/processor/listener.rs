@@ -1,0 +1,370 @@
+//! One handler's listener: a growing buffer in front of the handler, drained by its own task.
+//!
+//! Properties:
+//! - [`add`](ProcessorListener::add) never blocks and never waits for the handler: it appends
+//!   to a ring buffer (a `VecDeque`) that starts at [`INITIAL_BUFFER_SIZE`] slots, doubles when
+//!   full and never shrinks — as client-go's `buffer.RingGrowing`. A slow handler only grows its
+//!   own buffer; [`pending`](ProcessorListener::pending) and
+//!   [`buffer_capacity`](ProcessorListener::buffer_capacity) make that visible.
+//! - Notifications reach the handler in the order they were added, one at a time.
+//! - A panicking handler is caught and logged; the listener goes on with the next
+//!   notification. (An initial add counts as delivered even if the handler panicked on it.)
+//! - Once closed (handler removed, processor stopped) the buffer is dropped: notifications not
+//!   yet delivered are discarded, as in client-go. The task exits after the handler's current
+//!   call returns.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::ResyncPeriods;
+use crate::cache::{
+    HasSynced, Notification, ResourceEventHandler, SingleFileTracker, SyncedFlag,
+};
+
+/// Slots a listener's buffer starts with (client-go's `initialBufferSize`).
+pub const INITIAL_BUFFER_SIZE: usize = 1024;
+
+static NEXT_LISTENER_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The part of a listener a registration keeps: identity, sync tracking and metrics. Free of
+/// the object type, so registrations are not generic.
+#[derive(Debug)]
+pub(crate) struct ListenerShared {
+    pub(crate) id: u64,
+    pub(crate) tracker: SingleFileTracker,
+    /// Mirrors the buffer length (updated under the buffer lock).
+    pending: AtomicUsize,
+    /// Mirrors the buffer capacity (updated under the buffer lock).
+    capacity: AtomicUsize,
+    /// Notifications handed to the handler so far.
+    delivered: AtomicU64,
+    /// Set once the listener is closed.
+    closed: AtomicBool,
+    /// Set once the listener's task has exited (or at close, if it never had one).
+    pub(crate) stopped: SyncedFlag,
+}
+
+impl ListenerShared {
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+}
+
+#[derive(Debug)]
+struct Buffer<K> {
+    /// Invariant: empty once `closed`.
+    queue: VecDeque<Notification<K>>,
+    closed: bool,
+    /// True once a task was spawned for this listener; at most one ever is.
+    task_spawned: bool,
+}
+
+#[derive(Debug)]
+struct ResyncState {
+    periods: ResyncPeriods,
+    next_resync: Instant,
+}
+
+/// Sets the flag when dropped: the task has ended, however it ended.
+struct MarkStopped<'a>(&'a SyncedFlag);
+
+impl Drop for MarkStopped<'_> {
+    fn drop(&mut self) {
+        self.0.set();
+    }
+}
+
+/// Buffers notifications for one handler and delivers them from its own task; client-go's
+/// `processorListener`.
+///
+/// Usually created by `SharedProcessor::add_listener`; usable alone:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use std::sync::{Arc, Mutex};
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kinformer::cache::{Notification, ProcessorListener, ResourceEventHandlerFuncs, ResyncPeriods, SyncedFlag};
+///
+/// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+/// let handler = ResourceEventHandlerFuncs::<ConfigMap>::new()
+///     .on_add(move |obj, _| { let _ = tx.send(Arc::clone(obj)); });
+/// let listener = Arc::new(ProcessorListener::new(
+///     Arc::new(handler), ResyncPeriods::NEVER, Arc::new(SyncedFlag::new_set()),
+/// ));
+/// listener.add(Notification::Add { obj: Arc::new(ConfigMap::default()), is_in_initial_list: true });
+/// assert_eq!(listener.pending(), 1);
+/// let task = tokio::spawn(Arc::clone(&listener).run());
+/// rx.recv().await.unwrap();
+/// listener.close();
+/// task.await.unwrap();
+/// # }
+/// ```
+pub struct ProcessorListener<K> {
+    handler: Arc<dyn ResourceEventHandler<K>>,
+    buffer: Mutex<Buffer<K>>,
+    /// Wakes the task after an add or a close (`notify_one` keeps a permit if it is busy).
+    wake: Notify,
+    shared: Arc<ListenerShared>,
+    resync: Mutex<ResyncState>,
+    /// Whether the current resync round includes this listener (see
+    /// `SharedProcessor::should_resync`).
+    syncing: AtomicBool,
+}
+
+impl<K> std::fmt::Debug for ProcessorListener<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessorListener")
+            .field("id", &self.shared.id)
+            .field("pending", &self.shared.pending())
+            .field("buffer_capacity", &self.shared.capacity())
+            .field("closed", &self.shared.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Send + Sync + 'static> ProcessorListener<K> {
+    /// A listener for `handler` with the given resync periods; `upstream` is what its
+    /// registration's `has_synced` waits for besides the initial adds (the informer).
+    ///
+    /// The first resync falls due one effective period from now.
+    pub fn new(
+        handler: Arc<dyn ResourceEventHandler<K>>,
+        periods: ResyncPeriods,
+        upstream: Arc<dyn HasSynced>,
+    ) -> Self {
+        let queue = VecDeque::with_capacity(INITIAL_BUFFER_SIZE);
+        let shared = Arc::new(ListenerShared {
+            id: NEXT_LISTENER_ID.fetch_add(1, Ordering::Relaxed),
+            tracker: SingleFileTracker::new(upstream),
+            pending: AtomicUsize::new(0),
+            capacity: AtomicUsize::new(queue.capacity()),
+            delivered: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            stopped: SyncedFlag::new(),
+        });
+        Self {
+            handler,
+            buffer: Mutex::new(Buffer {
+                queue,
+                closed: false,
+                task_spawned: false,
+            }),
+            wake: Notify::new(),
+            shared,
+            resync: Mutex::new(ResyncState {
+                periods,
+                next_resync: Instant::now() + periods.effective,
+            }),
+            syncing: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<ListenerShared> {
+        &self.shared
+    }
+
+    /// Buffers `notification` for the handler. Never blocks on the handler; a no-op once the
+    /// listener is closed. An initial add (`is_in_initial_list`) is counted as pending for
+    /// `has_synced` until the handler returns from it.
+    pub fn add(&self, notification: Notification<K>) {
+        {
+            let mut buf = self.buffer.lock();
+            if buf.closed {
+                return;
+            }
+            if matches!(
+                notification,
+                Notification::Add {
+                    is_in_initial_list: true,
+                    ..
+                }
+            ) {
+                self.shared.tracker.start();
+            }
+            if buf.queue.len() == buf.queue.capacity() {
+                // Double, as a growing ring buffer does; the buffer never shrinks.
+                let grow = buf.queue.capacity().max(1);
+                buf.queue.reserve_exact(grow);
+                self.shared
+                    .capacity
+                    .store(buf.queue.capacity(), Ordering::Relaxed);
+            }
+            buf.queue.push_back(notification);
+            self.shared
+                .pending
+                .store(buf.queue.len(), Ordering::Relaxed);
+        }
+        self.wake.notify_one();
+    }
+
+    /// Notifications buffered and not yet handed to the handler (the one being handled is not
+    /// counted).
+    pub fn pending(&self) -> usize {
+        self.shared.pending()
+    }
+
+    /// The buffer's current capacity in notifications: [`INITIAL_BUFFER_SIZE`], doubled each
+    /// time it filled up.
+    pub fn buffer_capacity(&self) -> usize {
+        self.shared.capacity()
+    }
+
+    /// Notifications the handler has been given so far.
+    pub fn delivered(&self) -> u64 {
+        self.shared.delivered()
+    }
+
+    /// Closes the listener: buffered notifications are dropped, later adds ignored, and the
+    /// task (if running) exits once the handler's current call returns. Idempotent.
+    pub fn close(&self) {
+        {
+            let mut buf = self.buffer.lock();
+            if buf.closed {
+                return;
+            }
+            buf.closed = true;
+            buf.queue = VecDeque::new();
+            self.shared.pending.store(0, Ordering::Relaxed);
+            self.shared.closed.store(true, Ordering::Release);
+            if !buf.task_spawned {
+                self.shared.stopped.set();
+            }
+        }
+        self.wake.notify_one();
+    }
+
+    /// True once [`close`](ProcessorListener::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+
+    /// Claims the right to run the task; false if closed or already claimed.
+    fn claim_task(&self) -> bool {
+        let mut buf = self.buffer.lock();
+        if buf.closed || buf.task_spawned {
+            return false;
+        }
+        buf.task_spawned = true;
+        true
+    }
+
+    /// Delivers buffered notifications to the handler until the listener is closed.
+    ///
+    /// Run it on a task of its own (`SharedProcessor` does). Only the first call runs; later
+    /// calls, and calls after [`close`](ProcessorListener::close), return at once.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops delivery; buffered notifications stay buffered and a new
+    /// `run` is refused, so drop only to abandon the listener (close it instead).
+    pub async fn run(self: Arc<Self>) {
+        if !self.claim_task() {
+            return;
+        }
+        let _stopped = MarkStopped(&self.shared.stopped);
+        loop {
+            let next = {
+                let mut buf = self.buffer.lock();
+                if buf.closed {
+                    return;
+                }
+                let next = buf.queue.pop_front();
+                self.shared
+                    .pending
+                    .store(buf.queue.len(), Ordering::Relaxed);
+                next
+            };
+            match next {
+                Some(notification) => {
+                    self.dispatch(notification);
+                    // Yield now and then, so a long backlog does not hog the worker thread.
+                    tokio::task::consume_budget().await;
+                }
+                None => self.wake.notified().await,
+            }
+        }
+    }
+
+    fn dispatch(&self, notification: Notification<K>) {
+        let initial = matches!(
+            notification,
+            Notification::Add {
+                is_in_initial_list: true,
+                ..
+            }
+        );
+        let handler = &self.handler;
+        let outcome = catch_unwind(AssertUnwindSafe(|| match &notification {
+            Notification::Add {
+                obj,
+                is_in_initial_list,
+            } => handler.on_add(obj, *is_in_initial_list),
+            Notification::Update { old, new } => handler.on_update(old, new),
+            Notification::Delete(obj) => handler.on_delete(obj),
+        }));
+        self.shared.delivered.fetch_add(1, Ordering::Relaxed);
+        if let Err(payload) = outcome {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_owned());
+            tracing::error!(
+                listener = self.shared.id,
+                panic = %message,
+                "event handler panicked; the notification is skipped"
+            );
+        }
+        if initial {
+            self.shared.tracker.finish();
+        }
+    }
+
+    /// This listener's resync periods.
+    pub fn resync_periods(&self) -> ResyncPeriods {
+        self.resync.lock().periods
+    }
+
+    /// Recomputes the effective period after the informer's check period changed.
+    pub(crate) fn set_effective_resync_period(&self, effective: Duration) {
+        self.resync.lock().periods.effective = effective;
+    }
+
+    /// True if a resync is due at `now` (never for a zero period).
+    pub fn should_resync(&self, now: Instant) -> bool {
+        let st = self.resync.lock();
+        !st.periods.effective.is_zero() && now >= st.next_resync
+    }
+
+    /// Schedules the next resync one period after `now`.
+    pub fn determine_next_resync(&self, now: Instant) {
+        let mut st = self.resync.lock();
+        st.next_resync = now + st.periods.effective;
+    }
+
+    pub(crate) fn set_syncing(&self, syncing: bool) {
+        self.syncing.store(syncing, Ordering::Release);
+    }
+
+    pub(crate) fn is_syncing(&self) -> bool {
+        self.syncing.load(Ordering::Acquire)
+    }
+}

@@ -1,0 +1,27 @@
+//! Fan-out from the informer to its handlers: one [`ProcessorListener`] per handler, each with
+//! a growing buffer and its own task, managed by a [`SharedProcessor`].
+//!
+//! Properties:
+//! - *Isolation*: the process loop appends to buffers and never waits for a handler; a slow
+//!   handler grows only its own buffer (visible through `pending` and `buffer_capacity`).
+//! - *Order*: each handler sees notifications in the order they were distributed.
+//! - *Resync*: sync notifications go only to listeners whose own period is due; periods follow
+//!   client-go's rules ([`plan_handler_resync`]).
+//! - *Per-handler sync*: a [`ResourceEventHandlerRegistration`] is synced once the informer is
+//!   and the handler has returned from every initial add.
+//! - *Clean stop*: [`SharedProcessor::shutdown`] leaves no listener task behind.
+
+mod error;
+mod listener;
+mod registration;
+mod resync;
+mod shared_processor;
+
+pub use error::ProcessorError;
+pub use listener::{INITIAL_BUFFER_SIZE, ProcessorListener};
+pub use registration::ResourceEventHandlerRegistration;
+pub use resync::{
+    HandlerResync, MINIMUM_RESYNC_PERIOD, ResyncPeriods, determine_resync_period,
+    plan_handler_resync,
+};
+pub use shared_processor::{SharedProcessor, is_sync};
