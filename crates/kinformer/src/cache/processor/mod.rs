@@ -25,3 +25,6 @@ pub use resync::{
     plan_handler_resync,
 };
 pub use shared_processor::{SharedProcessor, is_sync};
+
+#[cfg(test)]
+mod tests;
