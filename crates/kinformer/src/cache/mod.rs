@@ -14,9 +14,7 @@ mod synctrack;
 
 pub use cache_sync::{HasSynced, SyncedFlag, wait_for_cache_sync, wait_for_named_cache_sync};
 pub use error::CacheError;
-pub use handler::{
-    FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs,
-};
+pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use notification::Notification;
 pub use object::{
     DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey, meta_namespace_key, split_key,

@@ -67,7 +67,9 @@ impl SingleFileTracker {
     pub fn finish(&self) {
         let before = self
             .pending
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n > 0).then(|| n - 1));
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n > 0).then(|| n - 1)
+            });
         match before {
             Ok(1) => self.drained.notify_waiters(),
             Ok(_) => {}

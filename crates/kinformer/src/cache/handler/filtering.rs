@@ -72,7 +72,9 @@ where
         match ((self.filter)(old), (self.filter)(new)) {
             (true, true) => self.handler.on_update(old, new),
             (false, true) => self.handler.on_add(new, false),
-            (true, false) => self.handler.on_delete(&DeletedObject::Live(Arc::clone(old))),
+            (true, false) => self
+                .handler
+                .on_delete(&DeletedObject::Live(Arc::clone(old))),
             (false, false) => {}
         }
     }
@@ -103,14 +105,27 @@ mod tests {
 
     impl ResourceEventHandler<ConfigMap> for Recorder {
         fn on_add(&self, obj: &Arc<ConfigMap>, initial: bool) {
-            self.0.lock().unwrap().push(format!("add {} {initial}", name(obj)));
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("add {} {initial}", name(obj)));
         }
         fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
-            self.0.lock().unwrap().push(format!("update {} {}", name(old), name(new)));
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("update {} {}", name(old), name(new)));
         }
         fn on_delete(&self, obj: &DeletedObject<ConfigMap>) {
-            let kind = if obj.is_tombstone() { "tombstone" } else { "live" };
-            self.0.lock().unwrap().push(format!("delete {} {kind}", name(obj.object())));
+            let kind = if obj.is_tombstone() {
+                "tombstone"
+            } else {
+                "live"
+            };
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("delete {} {kind}", name(obj.object())));
         }
     }
 
@@ -144,7 +159,11 @@ mod tests {
             let h = filtered();
             h.on_update(&cm(old), &cm(new));
             let got = h.handler.0.lock().unwrap().clone();
-            assert_eq!(got, want.into_iter().collect::<Vec<_>>(), "old={old} new={new}");
+            assert_eq!(
+                got,
+                want.into_iter().collect::<Vec<_>>(),
+                "old={old} new={new}"
+            );
         }
     }
 

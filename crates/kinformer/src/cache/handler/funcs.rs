@@ -115,12 +115,19 @@ mod tests {
         let h = ResourceEventHandlerFuncs::<ConfigMap>::new()
             .on_add(move |_, initial| a.lock().unwrap().push(format!("add {initial}")))
             .on_update(move |_, _| u.lock().unwrap().push("update".into()))
-            .on_delete(move |o| d.lock().unwrap().push(format!("delete {}", o.is_tombstone())));
+            .on_delete(move |o| {
+                d.lock()
+                    .unwrap()
+                    .push(format!("delete {}", o.is_tombstone()))
+            });
         let obj = Arc::new(ConfigMap::default());
         ResourceEventHandler::on_add(&h, &obj, true);
         ResourceEventHandler::on_update(&h, &obj, &obj);
         ResourceEventHandler::on_delete(&h, &DeletedObject::Live(obj.clone()));
-        assert_eq!(*seen.lock().unwrap(), ["add true", "update", "delete false"]);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["add true", "update", "delete false"]
+        );
 
         let empty = ResourceEventHandlerFuncs::<ConfigMap>::new();
         ResourceEventHandler::on_add(&empty, &obj, false);

@@ -24,9 +24,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::ResyncPeriods;
-use crate::cache::{
-    HasSynced, Notification, ResourceEventHandler, SingleFileTracker, SyncedFlag,
-};
+use crate::cache::{HasSynced, Notification, ResourceEventHandler, SingleFileTracker, SyncedFlag};
 
 /// Slots a listener's buffer starts with (client-go's `initialBufferSize`).
 pub const INITIAL_BUFFER_SIZE: usize = 1024;

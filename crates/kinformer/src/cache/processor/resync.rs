@@ -140,8 +140,9 @@ mod tests {
 
     #[test]
     fn period_rules_table() {
-        // (requested, check, started) -> (requested', effective, check')
-        let table: &[((u64, u64, bool), (u64, u64, u64))] = &[
+        // (requested, check, started) -> (requested', effective, check'), in milliseconds
+        type Case = ((u64, u64, bool), (u64, u64, u64));
+        let table: &[Case] = &[
             // zero stays zero, whatever the check period
             ((0, 0, false), (0, 0, 0)),
             ((0, 10_000, false), (0, 0, 10_000)),

@@ -38,7 +38,8 @@ struct State<K> {
 ///   [`shutdown`](Self::shutdown) waits for every such task.
 ///
 /// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), kinformer::cache::ProcessorError> {
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kinformer::cache::{
@@ -58,7 +59,7 @@ struct State<K> {
 /// registration.wait_synced().await;
 /// assert!(rx.try_recv().is_ok());
 /// processor.shutdown().await;
-/// # Ok::<(), kinformer::cache::ProcessorError>(()) }
+/// # Ok(()) }
 /// ```
 pub struct SharedProcessor<K> {
     upstream: Arc<dyn HasSynced>,

@@ -157,7 +157,11 @@ async fn slow_handler_does_not_delay_a_fast_one() {
     let got = recv_n(&mut fast_events, N).await;
     assert_eq!(got.last().map(String::as_str), Some("add cm-199 false"));
     assert!(!slow.returned_from_first.load(Ordering::SeqCst));
-    assert_eq!(slow_reg.pending(), N - 1, "all but the one in flight wait in its buffer");
+    assert_eq!(
+        slow_reg.pending(),
+        N - 1,
+        "all but the one in flight wait in its buffer"
+    );
 
     release.send(()).unwrap();
     let slow_got = recv_n(&mut slow_events, N).await;
@@ -177,7 +181,11 @@ async fn buffer_grows_beyond_its_initial_size_and_drains_in_order() {
     for i in 0..INITIAL_BUFFER_SIZE {
         processor.distribute(add(&format!("cm-{i}"), false));
     }
-    assert_eq!(reg.buffer_capacity(), INITIAL_BUFFER_SIZE, "full, not grown yet");
+    assert_eq!(
+        reg.buffer_capacity(),
+        INITIAL_BUFFER_SIZE,
+        "full, not grown yet"
+    );
     processor.distribute(add(&format!("cm-{INITIAL_BUFFER_SIZE}"), false));
     assert_eq!(reg.buffer_capacity(), 2 * INITIAL_BUFFER_SIZE, "doubled");
     for i in INITIAL_BUFFER_SIZE + 1..N {
@@ -192,7 +200,11 @@ async fn buffer_grows_beyond_its_initial_size_and_drains_in_order() {
     assert_eq!(got, want);
     assert_eq!(reg.pending(), 0);
     assert_eq!(reg.delivered(), N as u64);
-    assert_eq!(reg.buffer_capacity(), 4 * INITIAL_BUFFER_SIZE, "never shrinks");
+    assert_eq!(
+        reg.buffer_capacity(),
+        4 * INITIAL_BUFFER_SIZE,
+        "never shrinks"
+    );
     processor.shutdown().await;
 }
 
@@ -212,12 +224,18 @@ async fn resync_notifications_go_only_to_due_listeners() {
     processor.add_listener(c, mk(0)).unwrap();
     processor.start().unwrap();
 
-    assert!(!processor.should_resync(Instant::now()), "nothing due at start");
+    assert!(
+        !processor.should_resync(Instant::now()),
+        "nothing due at start"
+    );
     tokio::time::advance(s(1)).await;
     assert!(processor.should_resync(Instant::now()));
     processor.distribute(update("x", "5", "5"));
     processor.distribute(update("x", "5", "6"));
-    assert_eq!(recv_n(&mut a_rx, 2).await, ["update x 5->5", "update x 5->6"]);
+    assert_eq!(
+        recv_n(&mut a_rx, 2).await,
+        ["update x 5->5", "update x 5->6"]
+    );
     assert_eq!(recv_n(&mut b_rx, 1).await, ["update x 5->6"]);
     assert_eq!(recv_n(&mut c_rx, 1).await, ["update x 5->6"]);
 
@@ -226,8 +244,14 @@ async fn resync_notifications_go_only_to_due_listeners() {
     assert!(processor.should_resync(Instant::now()));
     processor.distribute(update("y", "7", "7"));
     processor.distribute(add("marker", false));
-    assert_eq!(recv_n(&mut a_rx, 2).await, ["update y 7->7", "add marker false"]);
-    assert_eq!(recv_n(&mut b_rx, 2).await, ["update y 7->7", "add marker false"]);
+    assert_eq!(
+        recv_n(&mut a_rx, 2).await,
+        ["update y 7->7", "add marker false"]
+    );
+    assert_eq!(
+        recv_n(&mut b_rx, 2).await,
+        ["update y 7->7", "add marker false"]
+    );
     assert_eq!(recv_n(&mut c_rx, 1).await, ["add marker false"]);
 
     // Half a second later nobody is due: the marks are cleared and syncs go nowhere.
@@ -270,14 +294,20 @@ async fn a_lowered_check_period_recomputes_listener_periods() {
     assert!(processor.should_resync(Instant::now()));
     processor.distribute(update("s1", "1", "1"));
     processor.distribute(add("m1", false));
-    assert_eq!(recv_n(&mut rx1, 2).await, ["update s1 1->1", "add m1 false"]);
+    assert_eq!(
+        recv_n(&mut rx1, 2).await,
+        ["update s1 1->1", "add m1 false"]
+    );
     assert_eq!(recv_n(&mut rx0, 1).await, ["add m1 false"]);
     // 30 s: the first listener's first resync (scheduled when it was added).
     tokio::time::advance(s(10)).await;
     assert!(processor.should_resync(Instant::now()));
     processor.distribute(update("s2", "1", "1"));
     processor.distribute(add("m2", false));
-    assert_eq!(recv_n(&mut rx0, 2).await, ["update s2 1->1", "add m2 false"]);
+    assert_eq!(
+        recv_n(&mut rx0, 2).await,
+        ["update s2 1->1", "add m2 false"]
+    );
     // 55 s: due again after its recomputed 25 s period (it would be 60 s with 30 s).
     tokio::time::advance(s(25)).await;
     assert!(processor.should_resync(Instant::now()));
@@ -311,7 +341,10 @@ async fn removing_a_handler_is_idempotent_and_stops_its_task() {
     assert_eq!(a_rx.recv().await, None);
     assert!(!rb.is_removed());
     processor.shutdown().await;
-    assert!(!processor.remove_listener(&rb), "already gone after shutdown");
+    assert!(
+        !processor.remove_listener(&rb),
+        "already gone after shutdown"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -385,7 +418,10 @@ async fn a_panicking_handler_is_caught_and_the_listener_goes_on() {
     processor.distribute(add("b", false));
     assert_eq!(recv_n(&mut rx, 2).await, ["a", "b"]);
     assert_eq!(reg.delivered(), 3);
-    assert!(reg.has_synced(), "an initial add that panicked still counts as delivered");
+    assert!(
+        reg.has_synced(),
+        "an initial add that panicked still counts as delivered"
+    );
     processor.shutdown().await;
 }
 
@@ -443,7 +479,11 @@ async fn run_starts_listeners_and_stops_on_cancel() {
     run.await.unwrap().unwrap();
     assert!(processor.is_stopped());
     assert_eq!(processor.running_tasks(), 0);
-    assert_eq!(rx.recv().await, None, "the handler was dropped with its task");
+    assert_eq!(
+        rx.recv().await,
+        None,
+        "the handler was dropped with its task"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -455,7 +495,10 @@ async fn handlers_added_after_start_run_at_once_and_see_only_later_events() {
     processor.add_listener(h, never()).unwrap();
     processor.distribute(add("after", false));
     processor.distribute(Notification::Delete(DeletedObject::Live(cm("after", "2"))));
-    assert_eq!(recv_n(&mut rx, 2).await, ["add after false", "delete after"]);
+    assert_eq!(
+        recv_n(&mut rx, 2).await,
+        ["add after false", "delete after"]
+    );
     processor.shutdown().await;
 }
 
