@@ -1,4 +1,7 @@
 //! Fan-out of notifications to every handler's listener.
+//!
+//! Lock order: the processor's state lock, then a listener's buffer lock. Handlers run with no
+//! lock held, so a handler may add or remove handlers or distribute without deadlocking.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -186,10 +189,18 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     /// `sync` is true. Never blocks on a handler.
     pub fn distribute_with_sync(&self, notification: Notification<K>, sync: bool) {
         let st = self.state.read();
-        for listener in &st.listeners {
-            if !sync || listener.is_syncing() {
-                listener.add(notification.clone());
+        let mut targets = st
+            .listeners
+            .iter()
+            .filter(|l| !sync || l.is_syncing())
+            .peekable();
+        while let Some(listener) = targets.next() {
+            if targets.peek().is_none() {
+                // The last one takes the original: one clone fewer per notification.
+                listener.add(notification);
+                break;
             }
+            listener.add(notification.clone());
         }
     }
 

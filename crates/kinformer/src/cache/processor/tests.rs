@@ -519,3 +519,30 @@ fn sync_means_equal_resource_versions() {
         new: bare
     }));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_may_remove_itself_from_inside_a_call() {
+    let processor = Arc::new(SharedProcessor::<ConfigMap>::new(synced()));
+    let own: Arc<std::sync::OnceLock<ResourceEventHandlerRegistration>> = Arc::default();
+    let (tx, mut rx) = unbounded_channel();
+    let handler = ResourceEventHandlerFuncs::<ConfigMap>::new().on_add({
+        let (processor, own) = (Arc::clone(&processor), Arc::clone(&own));
+        move |obj, _| {
+            let _ = tx.send(name_of(obj));
+            if let Some(reg) = own.get() {
+                processor.remove_listener(reg);
+            }
+        }
+    });
+    let reg = processor.add_listener(Arc::new(handler), never()).unwrap();
+    own.set(reg.clone()).unwrap();
+    processor.distribute(add("first", false));
+    processor.distribute(add("second", false));
+    processor.start().unwrap();
+    assert_eq!(rx.recv().await.as_deref(), Some("first"));
+    reg.stopped().await;
+    assert_eq!(processor.listener_count(), 0);
+    processor.shutdown().await;
+    // "second" was dropped with the buffer; the handler (holding the sender) is gone.
+    assert_eq!(rx.recv().await, None);
+}
