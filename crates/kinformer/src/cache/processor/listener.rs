@@ -139,7 +139,7 @@ impl<K> std::fmt::Debug for ProcessorListener<K> {
     }
 }
 
-impl<K: Send + Sync + 'static> ProcessorListener<K> {
+impl<K> ProcessorListener<K> {
     /// A listener for `handler` with the given resync periods; `upstream` is what its
     /// registration's `has_synced` waits for besides the initial adds (the informer).
     ///

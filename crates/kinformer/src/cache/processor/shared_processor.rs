@@ -305,6 +305,16 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     }
 }
 
+impl<K> Drop for SharedProcessor<K> {
+    /// Closes every listener so that no task outlives the processor (they exit on their own;
+    /// use [`shutdown`](SharedProcessor::shutdown) to wait for them).
+    fn drop(&mut self) {
+        for listener in self.state.get_mut().listeners.drain(..) {
+            listener.close();
+        }
+    }
+}
+
 /// True for an update whose old and new objects carry the same resourceVersion (both absent
 /// counts as equal, as client-go compares empty strings): a resync, not a change.
 pub fn is_sync<K: Resource>(notification: &Notification<K>) -> bool {

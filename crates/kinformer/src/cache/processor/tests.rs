@@ -546,3 +546,15 @@ async fn a_handler_may_remove_itself_from_inside_a_call() {
     // "second" was dropped with the buffer; the handler (holding the sender) is gone.
     assert_eq!(rx.recv().await, None);
 }
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_processor_stops_its_listener_tasks() {
+    let processor = SharedProcessor::<ConfigMap>::new(synced());
+    let (h, mut rx) = recorder();
+    let reg = processor.add_listener(h, never()).unwrap();
+    processor.start().unwrap();
+    drop(processor);
+    reg.stopped().await;
+    assert!(reg.is_removed());
+    assert_eq!(rx.recv().await, None, "the handler went away with its task");
+}
