@@ -5,15 +5,60 @@
 //! - [`Backoff`] is a capped, jittered exponential sequence of delays; [`BackoffManager`]
 //!   hands out the delay before each attempt ([`ExponentialBackoffManager`],
 //!   [`JitteredBackoffManager`]).
+//! - [`until`], [`non_sliding_until`], [`jitter_until`], [`backoff_until`] and [`forever`]
+//!   call a function periodically until a [`CancellationToken`] is cancelled.
+//! - [`exponential_backoff`] and [`exponential_backoff_with_cancel`] retry a condition with
+//!   growing delays for a bounded number of attempts.
 //!
-//! All time goes through `tokio::time`, so tokio's paused clock drives every wait in tests.
+//! Properties shared by the loops:
+//! - The stop signal is a [`CancellationToken`]; it is checked before every call, so a
+//!   token cancelled beforehand means zero calls. A call in progress is never interrupted.
+//! - A panic in a callback is caught, logged with `tracing` and survived.
+//! - All time goes through `tokio::time`, so tokio's paused clock drives every wait in tests.
+//!
+//! Callbacks are `FnMut() -> impl Future`. Asynchronous work goes in the future;
+//! a synchronous body can run in the closure itself and return a ready future:
+//!
+//! ```
+//! use std::time::Duration;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let cancel = CancellationToken::new();
+//! let mut ticks = 0;
+//! kinformer::wait::until(
+//!     &cancel,
+//!     || {
+//!         ticks += 1;
+//!         if ticks == 3 {
+//!             cancel.cancel();
+//!         }
+//!         std::future::ready(())
+//!     },
+//!     Duration::from_secs(1),
+//! )
+//! .await;
+//! assert_eq!(ticks, 3);
+//! # }
+//! ```
+//!
+//! [`CancellationToken`]: tokio_util::sync::CancellationToken
 
 mod backoff;
 mod backoff_manager;
+mod condition;
+mod crash;
 mod error;
+mod exponential_backoff;
 mod jitter;
+mod sleep;
+mod until;
 
 pub use backoff::Backoff;
 pub use backoff_manager::{BackoffManager, ExponentialBackoffManager, JitteredBackoffManager};
+pub use condition::ConditionResult;
 pub use error::{InvalidBackoff, WaitError};
+pub use exponential_backoff::{exponential_backoff, exponential_backoff_with_cancel};
 pub use jitter::jitter;
+pub use until::{backoff_until, forever, jitter_until, non_sliding_until, until};
