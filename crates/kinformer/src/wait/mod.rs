@@ -9,6 +9,12 @@
 //!   call a function periodically until a [`CancellationToken`] is cancelled.
 //! - [`exponential_backoff`] and [`exponential_backoff_with_cancel`] retry a condition with
 //!   growing delays for a bounded number of attempts.
+//! - [`poll`], [`poll_immediate`], [`poll_until_cancelled`] and [`poll_until_timeout`] call a
+//!   condition at a fixed interval until it is met, fails, times out or is cancelled.
+//!
+//! Conditions return a [`ConditionResult`]: `bool`, or `Result<bool, E>` whose error stops
+//! the wait and comes back as [`WaitError::Condition`]. [`WaitError`] is generic over `E`
+//! (not boxed), so callers get their own error type back unchanged.
 //!
 //! Properties shared by the loops:
 //! - The stop signal is a [`CancellationToken`]; it is checked before every call, so a
@@ -52,7 +58,9 @@ mod crash;
 mod error;
 mod exponential_backoff;
 mod jitter;
+mod poll;
 mod sleep;
+mod ticker;
 mod until;
 
 pub use backoff::Backoff;
@@ -61,4 +69,5 @@ pub use condition::ConditionResult;
 pub use error::{InvalidBackoff, WaitError};
 pub use exponential_backoff::{exponential_backoff, exponential_backoff_with_cancel};
 pub use jitter::jitter;
+pub use poll::{poll, poll_immediate, poll_until_cancelled, poll_until_timeout};
 pub use until::{backoff_until, forever, jitter_until, non_sliding_until, until};
