@@ -1,1 +1,73 @@
-//! Timing helpers: `until`, `jitter_until`, `backoff_until`, [`Backoff`], `poll` and friends.
+//! Timing helpers: jitter, backoff, `until`-style loops and the `poll` family
+//! (client-go's `k8s.io/apimachinery/pkg/util/wait`).
+//!
+//! - [`jitter`] stretches a duration by a random fraction.
+//! - [`Backoff`] is a capped, jittered exponential sequence of delays; [`BackoffManager`]
+//!   hands out the delay before each attempt ([`ExponentialBackoffManager`],
+//!   [`JitteredBackoffManager`]).
+//! - [`until`], [`non_sliding_until`], [`jitter_until`], [`backoff_until`] and [`forever`]
+//!   call a function periodically until a [`CancellationToken`] is cancelled.
+//! - [`exponential_backoff`] and [`exponential_backoff_with_cancel`] retry a condition with
+//!   growing delays for a bounded number of attempts.
+//! - [`poll`], [`poll_immediate`], [`poll_until_cancelled`] and [`poll_until_timeout`] call a
+//!   condition at a fixed interval until it is met, fails, times out or is cancelled.
+//!
+//! Conditions return a [`ConditionResult`]: `bool`, or `Result<bool, E>` whose error stops
+//! the wait and comes back as [`WaitError::Condition`]. [`WaitError`] is generic over `E`
+//! (not boxed), so callers get their own error type back unchanged.
+//!
+//! Properties shared by the loops:
+//! - The stop signal is a [`CancellationToken`]; it is checked before every call, so a
+//!   token cancelled beforehand means zero calls. A call in progress is never interrupted.
+//! - A panic in a callback is caught, logged with `tracing` and survived.
+//! - All time goes through `tokio::time`, so tokio's paused clock drives every wait in tests.
+//!
+//! Callbacks are `FnMut() -> impl Future`. Asynchronous work goes in the future;
+//! a synchronous body can run in the closure itself and return a ready future:
+//!
+//! ```
+//! use std::time::Duration;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let cancel = CancellationToken::new();
+//! let mut ticks = 0;
+//! kinformer::wait::until(
+//!     &cancel,
+//!     || {
+//!         ticks += 1;
+//!         if ticks == 3 {
+//!             cancel.cancel();
+//!         }
+//!         std::future::ready(())
+//!     },
+//!     Duration::from_secs(1),
+//! )
+//! .await;
+//! assert_eq!(ticks, 3);
+//! # }
+//! ```
+//!
+//! [`CancellationToken`]: tokio_util::sync::CancellationToken
+
+mod backoff;
+mod backoff_manager;
+mod condition;
+mod crash;
+mod error;
+mod exponential_backoff;
+mod jitter;
+mod poll;
+mod sleep;
+mod ticker;
+mod until;
+
+pub use backoff::Backoff;
+pub use backoff_manager::{BackoffManager, ExponentialBackoffManager, JitteredBackoffManager};
+pub use condition::ConditionResult;
+pub use error::{InvalidBackoff, WaitError};
+pub use exponential_backoff::{exponential_backoff, exponential_backoff_with_cancel};
+pub use jitter::jitter;
+pub use poll::{poll, poll_immediate, poll_until_cancelled, poll_until_timeout};
+pub use until::{backoff_until, forever, jitter_until, non_sliding_until, until};
