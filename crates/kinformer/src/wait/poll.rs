@@ -500,6 +500,16 @@ mod tests {
                 times: &[100, 400, 700, 1000],
             },
             Case {
+                name: "a tick due exactly when a call returns is not dropped",
+                immediate: false,
+                interval: 100,
+                timeout: 450,
+                busy: 100,
+                script: vec![],
+                want: Err(WaitError::Timeout),
+                times: &[100, 200, 300, 400, 500],
+            },
+            Case {
                 name: "immediate: a call at once, the clock starts after it",
                 immediate: true,
                 interval: 1000,
