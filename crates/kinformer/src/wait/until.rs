@@ -414,4 +414,26 @@ mod tests {
         task.await.unwrap();
         assert_eq!(calls.times(), [0, 1000]);
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_until_with_a_boxed_manager_can_be_spawned() {
+        let calls = Calls::new();
+        let cancel = cancel_after(ms(2500));
+        let f = calls.callback(ms(0));
+        let mut m: Box<dyn BackoffManager> = Box::new(JitteredBackoffManager::constant(ms(1000)));
+        tokio::spawn(async move { backoff_until(&cancel, f, &mut m, true).await })
+            .await
+            .unwrap();
+        assert_eq!(calls.times(), [0, 1000, 2000]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unrepresentable_delay_waits_for_cancellation_only() {
+        let calls = Calls::new();
+        let cancel = cancel_after(ms(5000));
+        let mut m = JitteredBackoffManager::constant(Duration::MAX);
+        backoff_until(&cancel, calls.callback(ms(0)), &mut m, true).await;
+        assert_eq!(calls.times(), [0]);
+        assert_eq!(calls.start.elapsed(), ms(5000));
+    }
 }
