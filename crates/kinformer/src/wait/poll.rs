@@ -3,14 +3,7 @@
 //! [`poll_until_cancelled`], [`poll_until_timeout`] (client-go's `PollUntilContextCancel`,
 //! `PollUntilContextTimeout`).
 //!
-//! The two pairs differ as in client-go:
-//!
-//! | | `poll`, `poll_immediate` | `poll_until_cancelled`, `poll_until_timeout` |
-//! |---|---|---|
-//! | at the timeout | one final call, then [`WaitError::Timeout`] | no further call, [`WaitError::Timeout`] |
-//! | calls at least once | yes | only with `immediate` (even if already cancelled) |
-//! | ticks missed during a slow call | dropped; next call at the next tick | one fires at once, then on schedule |
-//! | timeout zero | no timeout | times out at once |
+//! The differences between the two pairs are tabled in the [module docs](super).
 
 use std::future::Future;
 use std::time::Duration;
