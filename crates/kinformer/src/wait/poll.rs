@@ -17,8 +17,6 @@ use super::error::WaitError;
 use super::sleep::deadline_after;
 use super::ticker::Ticker;
 
-type PollResult<Fut> = Result<(), WaitError<<<Fut as Future>::Output as ConditionResult>::Error>>;
-
 /// Calls `condition` every `interval` until it returns true or fails, or `timeout` passes
 /// (client-go's `Poll`).
 ///
@@ -61,7 +59,11 @@ type PollResult<Fut> = Result<(), WaitError<<<Fut as Future>::Output as Conditio
 /// assert_eq!(calls, 4);
 /// # }
 /// ```
-pub async fn poll<C, Fut>(interval: Duration, timeout: Duration, condition: C) -> PollResult<Fut>
+pub async fn poll<C, Fut>(
+    interval: Duration,
+    timeout: Duration,
+    condition: C,
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
@@ -103,7 +105,7 @@ pub async fn poll_immediate<C, Fut>(
     interval: Duration,
     timeout: Duration,
     condition: C,
-) -> PollResult<Fut>
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
@@ -161,7 +163,7 @@ pub async fn poll_until_cancelled<C, Fut>(
     interval: Duration,
     immediate: bool,
     condition: C,
-) -> PollResult<Fut>
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
@@ -212,7 +214,7 @@ pub async fn poll_until_timeout<C, Fut>(
     timeout: Duration,
     immediate: bool,
     condition: C,
-) -> PollResult<Fut>
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
@@ -237,7 +239,7 @@ async fn poll_until<C, Fut>(
     interval: Duration,
     immediate: bool,
     mut condition: C,
-) -> PollResult<Fut>
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
@@ -288,7 +290,7 @@ async fn poll_with_final_call<C, Fut>(
     timeout: Duration,
     immediate: bool,
     mut condition: C,
-) -> PollResult<Fut>
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
