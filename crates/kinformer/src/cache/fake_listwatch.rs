@@ -262,7 +262,10 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
 
     /// The next watch call fails to start with `err`.
     pub fn push_watch_error(&self, err: impl Into<ListWatchError>) {
-        self.inner.lock().watch_plan.push_back(WatchPlan::Fail(err.into()));
+        self.inner
+            .lock()
+            .watch_plan
+            .push_back(WatchPlan::Fail(err.into()));
     }
 
     /// The next watch call is served live (to script something after it).
@@ -302,7 +305,11 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
                 .split_once(':')
                 .and_then(|(rv, key)| Some((rv.parse::<u64>().ok()?, key)))
                 .ok_or_else(|| {
-                    ListWatchError::from(ApiStatus::new(400, "BadRequest", "invalid continue token"))
+                    ListWatchError::from(ApiStatus::new(
+                        400,
+                        "BadRequest",
+                        "invalid continue token",
+                    ))
                 })?;
             if rv < inner.log_start {
                 return Err(ApiStatus::expired(
@@ -311,14 +318,16 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
                 .into());
             }
             after = Some(key.to_owned());
-        } else if let Some(rv) = options.resource_version.as_deref().filter(|rv| !rv.is_empty()) {
+        } else if let Some(rv) = options
+            .resource_version
+            .as_deref()
+            .filter(|rv| !rv.is_empty())
+        {
             let requested: u64 = rv.parse().map_err(|_| {
                 ListWatchError::from(ApiStatus::new(400, "BadRequest", "invalid resourceVersion"))
             })?;
             if requested > current {
-                return Err(
-                    ApiStatus::too_large_resource_version(rv, &current.to_string()).into(),
-                );
+                return Err(ApiStatus::too_large_resource_version(rv, &current.to_string()).into());
             }
             if options.resource_version_match == Some(ResourceVersionMatch::Exact)
                 && requested < inner.log_start
@@ -328,11 +337,10 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
         }
         let limit = options.limit.filter(|l| *l > 0).map(|l| l as usize);
         let mut iter: Box<dyn Iterator<Item = (&ObjectKey, &Arc<K>)>> = match &after {
-            Some(k) => Box::new(
-                inner
-                    .objects
-                    .range::<str, _>((std::ops::Bound::Excluded(k.as_str()), std::ops::Bound::Unbounded)),
-            ),
+            Some(k) => Box::new(inner.objects.range::<str, _>((
+                std::ops::Bound::Excluded(k.as_str()),
+                std::ops::Bound::Unbounded,
+            ))),
             None => Box::new(inner.objects.iter()),
         };
         let mut items = Vec::new();
@@ -430,19 +438,23 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
 
 impl<K> Inner<K> {
     fn publish(&mut self, rv: u64, event: WatchEvent<K>) {
-        self.watchers.retain(|w| w.tx.send(Ok(event.clone())).is_ok());
+        self.watchers
+            .retain(|w| w.tx.send(Ok(event.clone())).is_ok());
         self.log.push((rv, event));
     }
 }
 
-fn with_timeout<K: Send + 'static>(s: WatchStream<K>, timeout: Option<Duration>) -> WatchStream<K> {
+fn with_timeout<K: Send + Sync + 'static>(
+    s: WatchStream<K>,
+    timeout: Option<Duration>,
+) -> WatchStream<K> {
     match timeout {
         Some(d) => s.take_until(tokio::time::sleep(d)).boxed(),
         None => s,
     }
 }
 
-fn scripted<K: Send + 'static>(steps: Vec<WatchStep<K>>) -> WatchStream<K> {
+fn scripted<K: Send + Sync + 'static>(steps: Vec<WatchStep<K>>) -> WatchStream<K> {
     stream::unfold(VecDeque::from(steps), |mut steps| async move {
         loop {
             match steps.pop_front()? {

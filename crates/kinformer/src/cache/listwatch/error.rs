@@ -61,7 +61,11 @@ impl ApiStatus {
 
     /// 429 `TooManyRequests`, optionally with Retry-After.
     pub fn too_many_requests(retry_after: Option<Duration>) -> Self {
-        let mut s = Self::new(429, "TooManyRequests", "too many requests, please try again later");
+        let mut s = Self::new(
+            429,
+            "TooManyRequests",
+            "too many requests, please try again later",
+        );
         s.retry_after = retry_after;
         s
     }
@@ -201,7 +205,8 @@ impl ListWatchError {
 
     /// HTTP 410 or reason `Gone`; apimachinery's `IsGone`.
     pub fn is_gone(&self) -> bool {
-        self.status().is_some_and(|s| s.reason == "Gone" || s.code == 410)
+        self.status()
+            .is_some_and(|s| s.reason == "Gone" || s.code == 410)
     }
 
     /// The version asked for is newer than the server's: a `ResourceVersionTooLarge` cause, or
