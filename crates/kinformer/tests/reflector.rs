@@ -70,9 +70,10 @@ impl ReflectorSink<ConfigMap> for Recorder {
         Ok(())
     }
     fn replace(&self, objs: Vec<Arc<ConfigMap>>, rv: &str) -> Result<(), CacheError> {
-        self.ops
-            .lock()
-            .push(Op::Replace(objs.iter().map(|o| name(o)).collect(), rv.to_owned()));
+        self.ops.lock().push(Op::Replace(
+            objs.iter().map(|o| name(o)).collect(),
+            rv.to_owned(),
+        ));
         Ok(())
     }
     fn resync(&self) -> Result<(), CacheError> {
@@ -165,11 +166,15 @@ fn start<L: ListerWatcher<ConfigMap>>(
 ) -> Running<L> {
     let sink = Arc::new(Recorder::default());
     let errors: Arc<Mutex<Vec<String>>> = Arc::default();
-    let mut r = Reflector::new(lw, sink.clone() as Arc<dyn ReflectorSink<ConfigMap>>, options)
-        .with_watch_error_handler({
-            let errors = errors.clone();
-            move |e| errors.lock().push(e.to_string())
-        });
+    let mut r = Reflector::new(
+        lw,
+        sink.clone() as Arc<dyn ReflectorSink<ConfigMap>>,
+        options,
+    )
+    .with_watch_error_handler({
+        let errors = errors.clone();
+        move |e| errors.lock().push(e.to_string())
+    });
     if let Some(b) = backoff {
         r = r.with_backoff_manager(b);
     }
@@ -240,7 +245,11 @@ async fn relist_uses_the_last_version_then_empty_after_expired() {
     lw.add(cm("a")).unwrap();
     lw.push_list_ok();
     lw.push_list_error(ApiStatus::expired("too old resource version"));
-    let r = start(lw.clone(), list_watch_options(), Some(Box::new(Steps::default())));
+    let r = start(
+        lw.clone(),
+        list_watch_options(),
+        Some(Box::new(Steps::default())),
+    );
     eventually("watch", || lw.watch_calls().len() == 1).await;
     lw.add(cm("b")).unwrap();
     eventually("add", || r.sink.ops().contains(&Op::Add("b".into()))).await;
@@ -291,7 +300,11 @@ async fn pages_of_500_and_paging_kept_after_a_paginated_zero_list() {
     for i in 0..1200 {
         lw.add(cm(&format!("cm-{i:04}"))).unwrap();
     }
-    let r = start(lw.clone(), list_watch_options(), Some(Box::new(Steps::default())));
+    let r = start(
+        lw.clone(),
+        list_watch_options(),
+        Some(Box::new(Steps::default())),
+    );
     eventually("watch", || lw.watch_calls().len() == 1).await;
     let calls = lw.list_calls();
     assert_eq!(calls.len(), 3);
@@ -319,9 +332,16 @@ async fn relist_at_a_specific_version_is_unpaginated_when_the_server_did_not_pag
     let lw = FakeListerWatcher::new();
     lw.add(cm("a")).unwrap();
     lw.push_watch_script(vec![]); // closes at once: a very short watch, relist
-    let r = start(lw.clone(), list_watch_options(), Some(Box::new(Steps::default())));
+    let r = start(
+        lw.clone(),
+        list_watch_options(),
+        Some(Box::new(Steps::default())),
+    );
     eventually("relist", || lw.list_calls().len() == 2).await;
-    assert_eq!(rvs(&lw.list_calls()), [(Some("0"), Some(500)), (Some("1"), None)]);
+    assert_eq!(
+        rvs(&lw.list_calls()),
+        [(Some("0"), Some(500)), (Some("1"), None)]
+    );
     r.stop().await;
 }
 
@@ -400,10 +420,16 @@ async fn default_backoff_grows_from_800ms_to_30s_with_jitter() {
     let r = start(lw.clone(), list_watch_options(), None);
     eventually("watch", || lw.watches.lock().len() == 1).await;
     let lists = lw.lists.lock().clone();
-    let gaps: Vec<_> = lists.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
+    let gaps: Vec<_> = lists
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64())
+        .collect();
     let mut base = 0.8_f64;
     for g in gaps {
-        assert!(g >= base - 0.002 && g <= 2.0 * base + 0.002, "gap {g} for base {base}");
+        assert!(
+            g >= base - 0.002 && g <= 2.0 * base + 0.002,
+            "gap {g} for base {base}"
+        );
         base = (base * 2.0).min(30.0);
     }
     r.stop().await;
@@ -427,7 +453,10 @@ async fn watch_timeouts_are_uniform_in_five_to_ten_minutes() {
         .iter()
         .map(|w| w.timeout.unwrap().as_secs())
         .collect();
-    assert!(timeouts.iter().all(|t| (300..600).contains(t)), "{timeouts:?}");
+    assert!(
+        timeouts.iter().all(|t| (300..600).contains(t)),
+        "{timeouts:?}"
+    );
     let distinct: std::collections::BTreeSet<_> = timeouts.iter().collect();
     assert!(distinct.len() > 1, "timeouts are randomised: {timeouts:?}");
     // Clean closes re-watch from the last version without a relist.
@@ -485,7 +514,11 @@ async fn clean_close_rewatches_from_the_last_event_version() {
 async fn very_short_watch_relists_after_backoff() {
     let lw = Timed::new(FakeListerWatcher::<ConfigMap>::new());
     lw.inner.push_watch_script(vec![]);
-    let r = start(lw.clone(), list_watch_options(), Some(Box::new(Steps::default())));
+    let r = start(
+        lw.clone(),
+        list_watch_options(),
+        Some(Box::new(Steps::default())),
+    );
     eventually("relist", || lw.lists.lock().len() == 2).await;
     let lists = lw.lists.lock().clone();
     assert_eq!(lists[1] - lists[0], Duration::from_secs(1));
@@ -499,8 +532,13 @@ async fn too_many_requests_backs_off_honouring_retry_after_and_rewatches_without
     lw.inner.add(cm("a")).unwrap();
     lw.inner
         .push_watch_error(ApiStatus::too_many_requests(Some(Duration::from_secs(7))));
-    lw.inner.push_watch_error(ListWatchError::connection_refused("connection refused"));
-    let r = start(lw.clone(), list_watch_options(), Some(Box::new(Steps::default())));
+    lw.inner
+        .push_watch_error(ListWatchError::connection_refused("connection refused"));
+    let r = start(
+        lw.clone(),
+        list_watch_options(),
+        Some(Box::new(Steps::default())),
+    );
     eventually("third watch", || lw.watches.lock().len() == 3).await;
     let w = lw.watches.lock().clone();
     // Retry-After 7 s beats the 1 s step; then connection refused waits the 2 s step.
@@ -521,9 +559,16 @@ async fn other_watch_start_errors_relist() {
     let lw = FakeListerWatcher::new();
     lw.add(cm("a")).unwrap();
     lw.push_watch_error(ApiStatus::internal_error("boom"));
-    let r = start(lw.clone(), list_watch_options(), Some(Box::new(Steps::default())));
+    let r = start(
+        lw.clone(),
+        list_watch_options(),
+        Some(Box::new(Steps::default())),
+    );
     eventually("second watch", || lw.watch_calls().len() == 2).await;
-    assert_eq!(rvs(&lw.list_calls()), [(Some("0"), Some(500)), (Some("1"), None)]);
+    assert_eq!(
+        rvs(&lw.list_calls()),
+        [(Some("0"), Some(500)), (Some("1"), None)]
+    );
     r.stop().await;
 }
 
@@ -534,7 +579,11 @@ async fn compacted_watch_gets_410_and_relists_at_the_last_version() {
     // The first watch is scripted to last (no events) so that the change log can be reset
     // while the reflector is not watching; then the live watch from "1" gets 410.
     lw.push_watch_script(vec![WatchStep::Sleep(Duration::from_secs(2))]);
-    let r = start(lw.clone(), list_watch_options(), Some(Box::new(Steps::default())));
+    let r = start(
+        lw.clone(),
+        list_watch_options(),
+        Some(Box::new(Steps::default())),
+    );
     eventually("watch", || lw.watch_calls().len() == 1).await;
     lw.add(cm("b")).unwrap();
     lw.reset_change_log();
@@ -563,7 +612,10 @@ async fn bookmarks_advance_the_resource_version() {
         WatchStep::Pending,
     ]);
     let r = start(lw.clone(), list_watch_options(), None);
-    eventually("bookmark", || r.reflector.last_sync_resource_version() == "42").await;
+    eventually("bookmark", || {
+        r.reflector.last_sync_resource_version() == "42"
+    })
+    .await;
     assert_eq!(r.sink.ops().last(), Some(&Op::Bookmark("42".into())));
     r.stop().await;
 }
@@ -575,7 +627,10 @@ async fn live_bookmarks_reach_the_sink() {
     let r = start(lw.clone(), list_watch_options(), None);
     eventually("watch", || lw.watch_calls().len() == 1).await;
     lw.send_bookmark();
-    eventually("bookmark", || r.sink.ops().contains(&Op::Bookmark("1".into()))).await;
+    eventually("bookmark", || {
+        r.sink.ops().contains(&Op::Bookmark("1".into()))
+    })
+    .await;
     r.stop().await;
 }
 
