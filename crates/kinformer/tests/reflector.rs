@@ -1,5 +1,7 @@
 //! Reflector behaviour against the in-memory FakeListerWatcher, on tokio's paused clock.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;

@@ -36,7 +36,7 @@ pub struct PagedList<K> {
 ///     lw.add(ConfigMap {
 ///         metadata: ObjectMeta { name: Some(format!("cm-{i}")), namespace: Some("default".into()), ..Default::default() },
 ///         ..Default::default()
-///     });
+///     }).unwrap();
 /// }
 /// let paged = ListPager::new(2).list(&lw, ListOptions::default()).await.unwrap();
 /// assert_eq!(paged.list.items.len(), 3);

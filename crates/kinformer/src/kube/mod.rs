@@ -152,16 +152,18 @@ impl<K> KubeListerWatcher<K> {
 
     fn list_request(&self, o: &ListOptions) -> Result<http::Request<Vec<u8>>, ListWatchError> {
         let selectors = self.selectors_for(&o.selectors);
-        let mut lp = ListParams::default();
-        lp.label_selector = selectors.label_selector;
-        lp.field_selector = selectors.field_selector;
-        lp.limit = o.limit.filter(|l| *l > 0);
-        lp.continue_token = o.continue_token.clone().filter(|t| !t.is_empty());
-        lp.resource_version = o.resource_version.clone().filter(|rv| !rv.is_empty());
-        lp.version_match = o.resource_version_match.map(|m| match m {
-            ResourceVersionMatch::NotOlderThan => VersionMatch::NotOlderThan,
-            ResourceVersionMatch::Exact => VersionMatch::Exact,
-        });
+        let lp = ListParams {
+            label_selector: selectors.label_selector,
+            field_selector: selectors.field_selector,
+            limit: o.limit.filter(|l| *l > 0),
+            continue_token: o.continue_token.clone().filter(|t| !t.is_empty()),
+            resource_version: o.resource_version.clone().filter(|rv| !rv.is_empty()),
+            version_match: o.resource_version_match.map(|m| match m {
+                ResourceVersionMatch::NotOlderThan => VersionMatch::NotOlderThan,
+                ResourceVersionMatch::Exact => VersionMatch::Exact,
+            }),
+            ..ListParams::default()
+        };
         let mut req = if self.metadata {
             self.request.list_metadata(&lp)
         } else {
@@ -187,14 +189,15 @@ impl<K> KubeListerWatcher<K> {
 
     fn watch_request(&self, o: &WatchOptions) -> Result<http::Request<Vec<u8>>, ListWatchError> {
         let selectors = self.selectors_for(&o.selectors);
-        let mut wp = WatchParams::default();
-        wp.label_selector = selectors.label_selector;
-        wp.field_selector = selectors.field_selector;
-        wp.timeout = o
-            .timeout
-            .map(|t| u32::try_from(t.as_secs()).unwrap_or(u32::MAX));
-        wp.bookmarks = o.allow_bookmarks || o.send_initial_events;
-        wp.send_initial_events = o.send_initial_events;
+        let wp = WatchParams {
+            label_selector: selectors.label_selector,
+            field_selector: selectors.field_selector,
+            timeout: o
+                .timeout
+                .map(|t| u32::try_from(t.as_secs()).unwrap_or(u32::MAX)),
+            bookmarks: o.allow_bookmarks || o.send_initial_events,
+            send_initial_events: o.send_initial_events,
+        };
         let rv = o.resource_version_str();
         let mut req = if self.metadata {
             self.request.watch_metadata(&wp, rv)
