@@ -15,6 +15,12 @@
 //!
 //! Retry-After comes from the status body's `details.retryAfterSeconds`: kube does not expose
 //! response headers; the API server sets both to the same value.
+//!
+//! **Build the client with `Config::default_retry = false`.** kube 5 retries 429, 503 and 504
+//! inside the client by default (up to 15 times); that hides throttling from the reflector's
+//! backoff and delays its reaction to a too-large resource version (a 504), which should be a
+//! relist from `""` at once. With the default left on everything still converges, only more
+//! slowly under those errors.
 
 mod decode;
 mod error;
@@ -46,7 +52,9 @@ const WATCH_GRACE: Duration = Duration::from_secs(30);
 /// use kube::{Api, Client, Config};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let client = Client::try_from(Config::new("http://127.0.0.1:6443".parse().unwrap())).unwrap();
+/// let mut config = Config::new("http://127.0.0.1:6443".parse().unwrap());
+/// config.default_retry = false; // the reflector retries (see the module docs)
+/// let client = Client::try_from(config).unwrap();
 /// // Every pod in the cluster with label app=web:
 /// let pods = KubeListerWatcher::new(Api::<Pod>::all(client.clone())).labels("app=web");
 /// // Only the metadata of config maps in one namespace:

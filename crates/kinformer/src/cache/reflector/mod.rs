@@ -492,9 +492,10 @@ where
                 Some(Err(e)) => return fail(e),
                 Some(Ok(event)) => event,
             };
+            let type_name = event.type_name();
             match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    if let Some(key) = self.has_key(&o, "ADDED") {
+                    if let Some(key) = self.has_key(&o, type_name) {
                         match index.get(&key) {
                             Some(&i) => slots[i] = Some(o),
                             None => {
@@ -505,7 +506,7 @@ where
                     }
                 }
                 WatchEvent::Deleted(o) => {
-                    if let Some(key) = self.has_key(&o, "DELETED")
+                    if let Some(key) = self.has_key(&o, type_name)
                         && let Some(i) = index.remove(&key)
                     {
                         slots[i] = None;
