@@ -843,6 +843,83 @@ async fn a_second_concurrent_run_is_refused() {
     r.stop().await;
 }
 
+/// Refuses the first `replace` and every `add`.
+#[derive(Debug, Default)]
+struct Grumpy {
+    replaces: Mutex<u32>,
+    deletes: Mutex<u32>,
+}
+
+impl ReflectorSink<ConfigMap> for Grumpy {
+    fn add(&self, _: Arc<ConfigMap>) -> Result<(), CacheError> {
+        Err(CacheError::Closed)
+    }
+    fn update(&self, _: Arc<ConfigMap>) -> Result<(), CacheError> {
+        Ok(())
+    }
+    fn delete(&self, _: Arc<ConfigMap>) -> Result<(), CacheError> {
+        *self.deletes.lock() += 1;
+        Ok(())
+    }
+    fn replace(&self, _: Vec<Arc<ConfigMap>>, _: &str) -> Result<(), CacheError> {
+        let mut n = self.replaces.lock();
+        *n += 1;
+        if *n == 1 {
+            Err(CacheError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+    fn resync(&self) -> Result<(), CacheError> {
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn sink_errors_are_reported_a_refused_replace_relists_and_a_refused_add_does_not_stop_the_watch()
+ {
+    let lw = FakeListerWatcher::new();
+    lw.add(cm("a")).unwrap();
+    let sink = Arc::new(Grumpy::default());
+    let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+    let reflector = Arc::new(
+        Reflector::new(
+            lw.clone(),
+            sink.clone() as Arc<dyn ReflectorSink<ConfigMap>>,
+            list_watch_options(),
+        )
+        .with_backoff_manager(Box::new(Steps::default()))
+        .with_watch_error_handler({
+            let errors = errors.clone();
+            move |e| errors.lock().push(e.to_string())
+        }),
+    );
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (reflector.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    eventually("watch", || lw.watch_calls().len() == 1).await;
+    assert_eq!(
+        lw.list_calls().len(),
+        2,
+        "the refused replace led to a relist"
+    );
+    assert_eq!(lw.list_calls()[1].resource_version.as_deref(), Some("0"));
+    lw.add(cm("b")).unwrap();
+    lw.delete("ns/a");
+    eventually("delete", || *sink.deletes.lock() == 1).await;
+    assert_eq!(reflector.last_sync_resource_version(), "3");
+    let errors = errors.lock().clone();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains("replace") && errors[1].contains("add"),
+        "{errors:?}"
+    );
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
 #[test]
 fn reflector_and_fake_are_send_and_sync() {
     fn check<T: Send + Sync>() {}

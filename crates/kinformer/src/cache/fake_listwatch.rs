@@ -151,6 +151,26 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
         self.write(obj, WatchEvent::Added)
     }
 
+    /// Creates many objects under one lock (seeding large sources); returns how many.
+    ///
+    /// # Errors
+    /// [`KeyError::MissingName`] at the first object without a name; the ones before it stay.
+    pub fn add_all(&self, objs: impl IntoIterator<Item = K>) -> Result<usize, KeyError> {
+        let mut inner = self.inner.lock();
+        let mut n = 0;
+        for mut obj in objs {
+            let key = meta_namespace_key(&obj)?;
+            inner.rv += 1;
+            let rv = inner.rv;
+            obj.meta_mut().resource_version = Some(rv.to_string());
+            let obj = Arc::new(obj);
+            inner.objects.insert(key, Arc::clone(&obj));
+            inner.publish(rv, WatchEvent::Added(obj));
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// Replaces an object (watch `MODIFIED`); returns it with its new resource version.
     ///
     /// # Errors
@@ -635,5 +655,8 @@ mod tests {
         assert!(lw.watch(&at("0")).await.is_ok());
         assert_eq!(lw.watch_calls().len(), 3);
         assert!(lw.add(ConfigMap::default()).is_err());
+        assert_eq!(lw.add_all([cm("x"), cm("y")]).unwrap(), 2);
+        assert_eq!(lw.resource_version(), "2");
+        assert_eq!(lw.len(), 2);
     }
 }

@@ -366,6 +366,19 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn dynamic_objects_use_the_api_resource_url() {
+        use kube_core::{ApiResource, DynamicObject, GroupVersionKind};
+        let config = ::kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let client = Client::try_from(config).unwrap();
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("example.com", "v1", "Widget"));
+        let lw: KubeListerWatcher<DynamicObject> =
+            KubeListerWatcher::new(Api::namespaced_with(client, "ns", &ar));
+        assert_eq!(lw.url_path(), "/apis/example.com/v1/namespaces/ns/widgets");
+        let req = lw.watch_request(&WatchOptions::default()).unwrap();
+        assert!(req.uri().to_string().contains("watch=true"));
+    }
+
+    #[tokio::test]
     async fn a_closed_port_is_connection_refused() {
         let err = lw().list(&ListOptions::default()).await.unwrap_err();
         assert!(err.is_connection_refused(), "{err:?}");
