@@ -920,6 +920,123 @@ async fn sink_errors_are_reported_a_refused_replace_relists_and_a_refused_add_do
     task.await.unwrap().unwrap();
 }
 
+/// Mirrors the sink calls into a map key → resource version.
+#[derive(Debug, Default)]
+struct Mirror(Mutex<std::collections::BTreeMap<String, String>>);
+
+fn key_rv(o: &ConfigMap) -> (String, String) {
+    (
+        format!("ns/{}", name(o)),
+        o.metadata.resource_version.clone().unwrap_or_default(),
+    )
+}
+
+impl ReflectorSink<ConfigMap> for Mirror {
+    fn add(&self, o: Arc<ConfigMap>) -> Result<(), CacheError> {
+        let (k, rv) = key_rv(&o);
+        self.0.lock().insert(k, rv);
+        Ok(())
+    }
+    fn update(&self, o: Arc<ConfigMap>) -> Result<(), CacheError> {
+        self.add(o)
+    }
+    fn delete(&self, o: Arc<ConfigMap>) -> Result<(), CacheError> {
+        self.0.lock().remove(&key_rv(&o).0);
+        Ok(())
+    }
+    fn replace(&self, objs: Vec<Arc<ConfigMap>>, _: &str) -> Result<(), CacheError> {
+        let mut m = self.0.lock();
+        m.clear();
+        m.extend(objs.iter().map(|o| key_rv(o)));
+        Ok(())
+    }
+    fn resync(&self) -> Result<(), CacheError> {
+        Ok(())
+    }
+}
+
+/// Random changes and random faults (clean closes, compactions with 410s, 429s, failing
+/// lists, ERROR events, undecodable objects, bookmarks); afterwards the sink must hold exactly
+/// the source's objects at their latest versions.
+#[tokio::test(start_paused = true)]
+async fn converges_to_the_source_under_random_faults() {
+    use rand::{Rng, SeedableRng};
+    let seeds: u64 = if std::env::var_os("KINFORMER_LONG_TESTS").is_some() {
+        200
+    } else {
+        12
+    };
+    let (mut relists, mut rewatches) = (0, 0);
+    for seed in 0..seeds {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let lw = FakeListerWatcher::new();
+        for i in 0..20 {
+            lw.add(cm(&format!("o{i}"))).unwrap();
+        }
+        let sink = Arc::new(Mirror::default());
+        let options = ReflectorOptions {
+            use_watch_list: seed % 2 == 0,
+            resync_period: Duration::from_secs(rng.random_range(0..3) * 20),
+            ..ReflectorOptions::default()
+        };
+        let reflector = Arc::new(Reflector::new(
+            lw.clone(),
+            sink.clone() as Arc<dyn ReflectorSink<ConfigMap>>,
+            options,
+        ));
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (r, c) = (reflector.clone(), cancel.clone());
+            async move { r.run(c).await }
+        });
+        for _ in 0..150 {
+            let name = format!("o{}", rng.random_range(0..40));
+            match rng.random_range(0..100) {
+                0..=29 => {
+                    lw.add(cm(&name)).unwrap();
+                }
+                30..=54 => {
+                    lw.update(cm(&name)).unwrap();
+                }
+                55..=74 => {
+                    lw.delete(&format!("ns/{name}"));
+                }
+                75..=79 => lw.close_watches(),
+                80..=82 => {
+                    lw.reset_change_log();
+                    lw.close_watches();
+                }
+                83..=85 => lw.push_watch_error(ApiStatus::too_many_requests(None)),
+                86..=87 => lw.push_list_error(ApiStatus::internal_error("boom")),
+                88..=89 => lw.send_watch_error(ApiStatus::internal_error("boom")),
+                90..=92 => lw.send_bookmark(),
+                93..=94 => lw.send_undecodable(DecodeError::new("bad")),
+                _ => {}
+            }
+            tokio::time::sleep(Duration::from_millis(rng.random_range(0..3000))).await;
+        }
+        let want = || {
+            lw.objects()
+                .iter()
+                .map(|o| key_rv(o))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        eventually("convergence", || *sink.0.lock() == want()).await;
+        assert_eq!(
+            reflector.last_sync_resource_version(),
+            lw.resource_version(),
+            "seed {seed}"
+        );
+        relists += lw.list_calls().len();
+        rewatches += lw.watch_calls().len();
+        cancel.cancel();
+        task.await.unwrap().unwrap();
+    }
+    // The faults really happened: many lists and watches per run, not one of each.
+    assert!(relists as u64 > 2 * seeds, "{relists} lists");
+    assert!(rewatches as u64 > 5 * seeds, "{rewatches} watches");
+}
+
 #[test]
 fn reflector_and_fake_are_send_and_sync() {
     fn check<T: Send + Sync>() {}

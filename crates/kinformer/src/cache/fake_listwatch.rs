@@ -210,6 +210,11 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
         self.inner.lock().rv.to_string()
     }
 
+    /// The stored objects, in key order.
+    pub fn objects(&self) -> Vec<Arc<K>> {
+        self.inner.lock().objects.values().cloned().collect()
+    }
+
     /// The number of stored objects.
     pub fn len(&self) -> usize {
         self.inner.lock().objects.len()
