@@ -1021,6 +1021,8 @@ async fn converges_to_the_source_under_random_faults() {
                 .map(|o| key_rv(o))
                 .collect::<std::collections::BTreeMap<_, _>>()
         };
+        // Longer than the longest backoff step (30 s, jittered up to 60 s).
+        tokio::time::sleep(Duration::from_secs(61)).await;
         eventually("convergence", || *sink.0.lock() == want()).await;
         assert_eq!(
             reflector.last_sync_resource_version(),
