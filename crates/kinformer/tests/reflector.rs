@@ -1039,6 +1039,30 @@ async fn converges_to_the_source_under_random_faults() {
     assert!(rewatches as u64 > 5 * seeds, "{rewatches} watches");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_stopped_reflector_can_run_again_and_relists_from_its_last_version() {
+    let lw = FakeListerWatcher::new();
+    lw.add(cm("a")).unwrap();
+    let r = start(lw.clone(), list_watch_options(), None);
+    eventually("watch", || lw.watch_calls().len() == 1).await;
+    let reflector = r.reflector.clone();
+    r.stop().await;
+    lw.add(cm("b")).unwrap();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (reflector.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    eventually("second watch", || lw.watch_calls().len() == 2).await;
+    assert_eq!(
+        rvs(&lw.list_calls()),
+        [(Some("0"), Some(500)), (Some("1"), None)]
+    );
+    assert_eq!(reflector.last_sync_resource_version(), "2");
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
 #[test]
 fn reflector_and_fake_are_send_and_sync() {
     fn check<T: Send + Sync>() {}

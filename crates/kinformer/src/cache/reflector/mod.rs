@@ -290,6 +290,7 @@ where
         }
         let _guard = RunningGuard(&self.running);
         info!(reflector = %self.name, "starting reflector");
+        self.machine.lock().reset_phase();
         let mut action = self.transition(Input::Start);
         let mut stream: Option<WatchStream<K>> = None;
         let mut resync_at: Option<Instant> = None;
