@@ -5,24 +5,35 @@
 
 mod cache_sync;
 mod error;
+mod fake_listwatch;
 mod handler;
+pub mod listwatch;
 mod notification;
 mod object;
+mod pager;
 mod processor;
+pub mod reflector;
 mod sink;
 mod synctrack;
 
 pub use cache_sync::{HasSynced, SyncedFlag, wait_for_cache_sync, wait_for_named_cache_sync};
 pub use error::CacheError;
+pub use fake_listwatch::{FakeListerWatcher, WatchStep};
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
+pub use listwatch::{
+    ApiStatus, Bookmark, DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList,
+    ResourceVersionMatch, Selectors, WatchEvent, WatchOptions, WatchStream,
+};
 pub use notification::Notification;
 pub use object::{
     DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey, meta_namespace_key, split_key,
 };
+pub use pager::{DEFAULT_PAGE_SIZE, ListPager, PagedList};
 pub use processor::{
     HandlerResync, INITIAL_BUFFER_SIZE, MINIMUM_RESYNC_PERIOD, ProcessorError, ProcessorListener,
     ResourceEventHandlerRegistration, ResyncPeriods, SharedProcessor, determine_resync_period,
     is_sync, plan_handler_resync,
 };
+pub use reflector::{Reflector, ReflectorError, ReflectorOptions};
 pub use sink::ReflectorSink;
 pub use synctrack::SingleFileTracker;
