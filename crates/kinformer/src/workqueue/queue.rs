@@ -141,11 +141,14 @@ struct ItemState {
 /// Invariants (checked with `debug_assert!` where cheap):
 /// 1. an item is in `items` iff it is dirty or processing;
 /// 2. an item is in `queue` iff it is dirty and not processing, and then exactly once;
-/// 3. `processing` counts the items whose state says `processing`.
+/// 3. `processing` counts the items whose state says `processing`;
+/// 4. `waiters` counts the `get` calls registered on `item_ready` (or just woken from it), so
+///    that adds skip the wake-up when nobody waits.
 struct State<T> {
     queue: VecDeque<T>,
     items: HashMap<T, ItemState, FastHash>,
     processing: usize,
+    waiters: usize,
     shutting_down: bool,
     /// A `shut_down_with_drain` caller is waiting for processing to end.
     drain: bool,
@@ -175,6 +178,7 @@ where
                     queue: VecDeque::new(),
                     items: HashMap::default(),
                     processing: 0,
+                    waiters: 0,
                     shutting_down: false,
                     drain: false,
                 }),
@@ -241,8 +245,10 @@ where
                     added_at,
                     started_at: None,
                 });
-                drop(state);
-                inner.item_ready.notify_one();
+                if state.waiters > 0 {
+                    drop(state);
+                    inner.item_ready.notify_one();
+                }
             }
         }
     }
@@ -257,18 +263,29 @@ where
     /// passed on to another waiting `get`.
     pub async fn get(&self) -> Option<T> {
         let inner = &*self.inner;
+        let mut waiter = WaiterGuard {
+            inner,
+            registered: false,
+        };
         loop {
             let mut notified = pin!(inner.item_ready.notified());
             {
                 let mut state = inner.state.lock();
+                if waiter.registered {
+                    state.waiters -= 1;
+                    waiter.registered = false;
+                }
                 if let Some(item) = state.pop(inner.metrics.as_ref()) {
                     return Some(item);
                 }
                 if state.shutting_down {
                     return None;
                 }
-                // Registered while holding the lock: an `add` after this point wakes us.
+                // Registered while holding the lock: an `add` after this point sees the
+                // count and wakes us.
                 notified.as_mut().enable();
+                state.waiters += 1;
+                waiter.registered = true;
             }
             notified.await;
         }
@@ -287,10 +304,13 @@ where
             drain,
             ..
         } = &mut *state;
-        let Some(s) = items.get_mut(item) else {
+        // One lookup in the common case (not added again): remove, and put back if dirty.
+        let Some(mut s) = items.remove(item) else {
             return;
         };
         if !s.processing {
+            // Queued, not handed out: a stray `done`. Leave the item as it was.
+            items.insert(item.clone(), s);
             return;
         }
         s.processing = false;
@@ -301,15 +321,15 @@ where
             m.work_duration.observe(started.elapsed().as_secs_f64());
         }
         if s.dirty {
+            items.insert(item.clone(), s);
             queue.push_back(item.clone());
-            drop(state);
-            inner.item_ready.notify_one();
-        } else {
-            items.remove(item);
-            if *processing == 0 && *drain {
+            if state.waiters > 0 {
                 drop(state);
-                inner.drained.notify_waiters();
+                inner.item_ready.notify_one();
             }
+        } else if *processing == 0 && *drain {
+            drop(state);
+            inner.drained.notify_waiters();
         }
     }
 
@@ -441,6 +461,20 @@ impl<T: Clone + Eq + Hash> State<T> {
     }
 }
 
+/// Keeps `State::waiters` right when a waiting `get` is dropped.
+struct WaiterGuard<'a, T> {
+    inner: &'a Inner<T>,
+    registered: bool,
+}
+
+impl<T> Drop for WaiterGuard<'_, T> {
+    fn drop(&mut self) {
+        if self.registered {
+            self.inner.state.lock().waiters -= 1;
+        }
+    }
+}
+
 /// Refreshes the "unfinished work" gauges until the queue shuts down or is dropped.
 async fn update_unfinished_work_loop<T>(inner: Weak<Inner<T>>, shutdown: CancellationToken)
 where
@@ -561,5 +595,29 @@ mod tests {
             q.add(5);
         }
         assert_eq!(q.get().await, Some(5));
+        assert_eq!(q.inner.state.lock().waiters, 0);
+    }
+
+    #[tokio::test]
+    async fn every_blocked_worker_is_woken_by_its_own_add() {
+        let q: Queue<u32> = Queue::new();
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                let q = q.clone();
+                tokio::spawn(async move { q.get().await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        assert_eq!(q.inner.state.lock().waiters, 3);
+        for i in 0..3 {
+            q.add(i);
+        }
+        let mut got = Vec::new();
+        for w in workers {
+            got.push(w.await.unwrap().unwrap());
+        }
+        got.sort_unstable();
+        assert_eq!(got, [0, 1, 2]);
+        assert_eq!(q.inner.state.lock().waiters, 0);
     }
 }
