@@ -1,7 +1,7 @@
 //! Criterion benches shaped like the workqueue workloads W1–W3 of BENCHMARKS.md, scaled down
 //! so that one iteration is short. `kinformer bench workqueue` runs the full workloads.
 
-#![allow(missing_docs)]
+#![allow(missing_docs, clippy::unwrap_used)] // a bench aborts on a broken setup
 
 use std::time::Duration;
 

@@ -89,7 +89,11 @@ async fn never_hands_one_item_to_two_workers_at_once() {
     assert_eq!(in_flight.violations.load(Ordering::SeqCst), 0);
     assert!(queue.is_empty());
     assert!(gets.load(Ordering::Relaxed) >= KEYS as usize);
-    assert_eq!(processed.lock().len(), KEYS as usize, "every key was processed");
+    assert_eq!(
+        processed.lock().len(),
+        KEYS as usize,
+        "every key was processed"
+    );
 }
 
 #[tokio::test]
@@ -108,7 +112,11 @@ async fn shutdown_hands_out_remaining_items_then_none_to_every_worker() {
         q.shut_down();
         w
     };
-    assert_eq!(waiting.await.unwrap(), None, "a blocked get wakes on shutdown");
+    assert_eq!(
+        waiting.await.unwrap(),
+        None,
+        "a blocked get wakes on shutdown"
+    );
 
     queue.shut_down();
     let mut got = Vec::new();
@@ -131,7 +139,10 @@ async fn shut_down_with_drain_waits_for_items_in_flight() {
         async move { q.shut_down_with_drain().await }
     });
     tokio::time::sleep(Duration::from_secs(5)).await;
-    assert!(!drain.is_finished(), "drain returned with an item in flight");
+    assert!(
+        !drain.is_finished(),
+        "drain returned with an item in flight"
+    );
     assert!(queue.is_shutting_down());
     queue.add("b");
     assert_eq!(queue.len(), 0, "adds are ignored while draining");

@@ -1,5 +1,7 @@
 //! The delaying and rate-limiting queues on the paused clock.
 
+#![allow(clippy::unwrap_used)] // test helpers, like tests, fail loudly
+
 use std::time::Duration;
 
 use kinformer::workqueue::{

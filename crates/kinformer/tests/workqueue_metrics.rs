@@ -153,7 +153,10 @@ fn ms(n: u64) -> Duration {
 #[tokio::test(start_paused = true)]
 async fn named_queue_reports_client_go_metrics_for_a_scripted_sequence() {
     let recorder = Arc::new(Recorder::default());
-    let q = Queue::with_config(QueueConfig::named("test", Arc::new(Provider(recorder.clone()))));
+    let q = Queue::with_config(QueueConfig::named(
+        "test",
+        Arc::new(Provider(recorder.clone())),
+    ));
 
     q.add("a");
     q.add("b");
@@ -198,7 +201,11 @@ async fn named_queue_reports_client_go_metrics_for_a_scripted_sequence() {
     assert_eq!(last_set(&recorder, "longest"), Some(0.0));
     assert_eq!(count(&recorder, "retries"), 0);
     assert!(
-        recorder.events.lock().iter().all(|(name, _, _)| name == "test"),
+        recorder
+            .events
+            .lock()
+            .iter()
+            .all(|(name, _, _)| name == "test"),
         "every metric carries the queue's name"
     );
 }
@@ -219,7 +226,11 @@ async fn delayed_adds_count_as_retries() {
     assert_eq!(count(&recorder, "adds"), 3);
     q.shut_down();
     q.add_after(4, ms(1));
-    assert_eq!(count(&recorder, "retries"), 2, "no retry counted after shutdown");
+    assert_eq!(
+        count(&recorder, "retries"),
+        2,
+        "no retry counted after shutdown"
+    );
 }
 
 #[tokio::test]

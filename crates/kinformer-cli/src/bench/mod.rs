@@ -312,11 +312,23 @@ mod tests {
     #[test]
     fn summary_prints_median_min_max_with_units() {
         let run = |v: f64| ("W1".to_string(), vec![("adds_per_s".to_string(), v)]);
-        let text = summarize("W1", &[run(2_600_000.0), run(2_310_000.0), run(2_450_000.0)]);
+        let text = summarize(
+            "W1",
+            &[run(2_600_000.0), run(2_310_000.0), run(2_450_000.0)],
+        );
         let fields: Vec<&str> = text.split_whitespace().collect();
         assert_eq!(
             fields,
-            ["W1", "adds_per_s", "2450000", "1/s", "(min", "2310000", "max", "2600000)"]
+            [
+                "W1",
+                "adds_per_s",
+                "2450000",
+                "1/s",
+                "(min",
+                "2310000",
+                "max",
+                "2600000)"
+            ]
         );
     }
 
@@ -340,7 +352,10 @@ mod tests {
 
     #[test]
     fn every_workload_id_belongs_to_one_group() {
-        let mut ids: Vec<&str> = GROUPS.iter().flat_map(|g| g.workloads.iter().copied()).collect();
+        let mut ids: Vec<&str> = GROUPS
+            .iter()
+            .flat_map(|g| g.workloads.iter().copied())
+            .collect();
         let n = ids.len();
         ids.sort_unstable();
         ids.dedup();

@@ -138,8 +138,7 @@ impl QueueMetrics {
             latency: provider.new_latency_metric(name),
             work_duration: provider.new_work_duration_metric(name),
             unfinished_work_seconds: provider.new_unfinished_work_seconds_metric(name),
-            longest_running_processor: provider
-                .new_longest_running_processor_seconds_metric(name),
+            longest_running_processor: provider.new_longest_running_processor_seconds_metric(name),
             retries: provider.new_retries_metric(name),
         }
     }

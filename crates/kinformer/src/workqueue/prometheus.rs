@@ -157,13 +157,19 @@ impl MetricsProvider for PrometheusMetricsProvider {
         Arc::new(self.work_duration.get_or_create_owned(&labels(name)))
     }
     fn new_unfinished_work_seconds_metric(&self, name: &str) -> Arc<dyn SettableGaugeMetric> {
-        Arc::new(self.unfinished_work_seconds.get_or_create_owned(&labels(name)))
+        Arc::new(
+            self.unfinished_work_seconds
+                .get_or_create_owned(&labels(name)),
+        )
     }
     fn new_longest_running_processor_seconds_metric(
         &self,
         name: &str,
     ) -> Arc<dyn SettableGaugeMetric> {
-        Arc::new(self.longest_running_processor.get_or_create_owned(&labels(name)))
+        Arc::new(
+            self.longest_running_processor
+                .get_or_create_owned(&labels(name)),
+        )
     }
     fn new_retries_metric(&self, name: &str) -> Arc<dyn CounterMetric> {
         Arc::new(self.retries.get_or_create_owned(&labels(name)))

@@ -493,14 +493,13 @@ where
         let now = Instant::now();
         let (total, oldest) = {
             let state = inner.state.lock();
-            state
-                .items
-                .values()
-                .filter_map(|s| s.started_at)
-                .fold((0.0_f64, 0.0_f64), |(total, oldest), started| {
+            state.items.values().filter_map(|s| s.started_at).fold(
+                (0.0_f64, 0.0_f64),
+                |(total, oldest), started| {
                     let age = (now - started).as_secs_f64();
                     (total + age, oldest.max(age))
-                })
+                },
+            )
         };
         m.unfinished_work_seconds.set(total);
         m.longest_running_processor.set(oldest);

@@ -130,8 +130,8 @@ mod tests {
 
     #[test]
     fn items_are_independent_and_forget_resets() {
-        let l = ItemExponentialFailure::new(Duration::from_millis(1), Duration::from_secs(1))
-            .unwrap();
+        let l =
+            ItemExponentialFailure::new(Duration::from_millis(1), Duration::from_secs(1)).unwrap();
         l.when(&1);
         l.when(&1);
         assert_eq!(l.when(&2), Duration::from_millis(1));

@@ -115,6 +115,8 @@ mod tests {
 
     #[test]
     fn fast_longer_than_slow_is_rejected() {
-        assert!(ItemFastSlow::<u8>::new(Duration::from_secs(2), Duration::from_secs(1), 1).is_err());
+        assert!(
+            ItemFastSlow::<u8>::new(Duration::from_secs(2), Duration::from_secs(1), 1).is_err()
+        );
     }
 }

@@ -89,7 +89,10 @@ mod tests {
                 ItemExponentialFailure::new(Duration::from_millis(1), Duration::from_secs(1))
                     .unwrap(),
             ),
-            Box::new(ItemExponentialFailure::new(Duration::from_millis(3), Duration::from_secs(1)).unwrap()),
+            Box::new(
+                ItemExponentialFailure::new(Duration::from_millis(3), Duration::from_secs(1))
+                    .unwrap(),
+            ),
         ])
         .unwrap();
         let got: Vec<_> = (0..3).map(|_| l.when(&"a").as_millis()).collect();
