@@ -16,14 +16,19 @@ use crate::workqueue::WorkqueueError;
 /// works in tests. `forget` does nothing and `num_requeues` is always 0.
 ///
 /// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), kinformer::workqueue::WorkqueueError> {
 /// use std::time::Duration;
 /// use kinformer::workqueue::{Bucket, RateLimiter};
 ///
 /// let bucket = Bucket::new(10.0, 2)?;
 /// assert_eq!(RateLimiter::<&str>::when(&bucket, &"a"), Duration::ZERO);
 /// assert_eq!(RateLimiter::<&str>::when(&bucket, &"b"), Duration::ZERO);
+/// // Out of tokens: one more token comes every 100 ms.
 /// assert_eq!(RateLimiter::<&str>::when(&bucket, &"c"), Duration::from_millis(100));
-/// # Ok::<(), kinformer::workqueue::WorkqueueError>(())
+/// assert_eq!(RateLimiter::<&str>::when(&bucket, &"d"), Duration::from_millis(200));
+/// # Ok(())
+/// # }
 /// ```
 pub struct Bucket {
     qps: f64,
