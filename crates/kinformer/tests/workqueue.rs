@@ -249,3 +249,18 @@ async fn cancelled_gets_lose_no_items() {
     received.sort_unstable();
     assert_eq!(received, (0..200).collect::<Vec<_>>());
 }
+
+#[test]
+fn public_handles_and_their_futures_are_send_and_sync() {
+    use kinformer::workqueue::{DelayingQueue, RateLimitingQueue, default_controller_rate_limiter};
+    fn handle<X: Send + Sync + Clone + 'static>() {}
+    fn future<F: std::future::Future + Send>(_: F) {}
+    handle::<Queue<String>>();
+    handle::<DelayingQueue<String>>();
+    handle::<RateLimitingQueue<String>>();
+    let q: Queue<String> = Queue::new();
+    future(q.get());
+    future(q.shut_down_with_drain());
+    let r: RateLimitingQueue<String> = RateLimitingQueue::new(default_controller_rate_limiter());
+    future(r.get());
+}

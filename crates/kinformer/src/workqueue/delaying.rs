@@ -327,8 +327,8 @@ async fn timer_loop<T>(
             let mut state = waiting.state.lock();
             state.take_ready(Instant::now(), &mut ready)
         };
-        for item in ready.drain(..) {
-            queue.add(item);
+        if !ready.is_empty() {
+            queue.add_all(&mut ready);
         }
         // `notify_one` keeps a permit when nobody waits, so an add between `take_ready` and
         // this point still wakes us.

@@ -213,43 +213,26 @@ where
     pub fn add(&self, item: T) {
         let inner = &*self.inner;
         let mut state = inner.state.lock();
-        if state.shutting_down {
-            return;
+        if state.add_locked(item, inner.metrics.as_ref()) && state.waiters > 0 {
+            drop(state);
+            inner.item_ready.notify_one();
         }
-        let State { queue, items, .. } = &mut *state;
-        match items.entry(item) {
-            Entry::Occupied(mut entry) => {
-                let s = entry.get_mut();
-                if s.dirty {
-                    return;
-                }
-                // Present but not dirty: it is being processed. Remember it for `done`.
-                debug_assert!(s.processing);
-                s.dirty = true;
-                if let Some(m) = &inner.metrics {
-                    m.adds.inc();
-                    m.depth.inc();
-                    s.added_at = Some(Instant::now());
-                }
+    }
+
+    /// Adds every item of `items` (draining it) under one lock, as [`add`](Self::add) would.
+    pub(crate) fn add_all(&self, items: &mut Vec<T>) {
+        let inner = &*self.inner;
+        let mut state = inner.state.lock();
+        let mut queued = 0;
+        for item in items.drain(..) {
+            if state.add_locked(item, inner.metrics.as_ref()) {
+                queued += 1;
             }
-            Entry::Vacant(entry) => {
-                let added_at = inner.metrics.as_ref().map(|m| {
-                    m.adds.inc();
-                    m.depth.inc();
-                    Instant::now()
-                });
-                queue.push_back(entry.key().clone());
-                entry.insert(ItemState {
-                    dirty: true,
-                    processing: false,
-                    added_at,
-                    started_at: None,
-                });
-                if state.waiters > 0 {
-                    drop(state);
-                    inner.item_ready.notify_one();
-                }
-            }
+        }
+        let wake = queued.min(state.waiters);
+        drop(state);
+        for _ in 0..wake {
+            inner.item_ready.notify_one();
         }
     }
 
@@ -425,6 +408,44 @@ where
 }
 
 impl<T: Clone + Eq + Hash> State<T> {
+    /// `add` under the lock; true if the item was queued (a waiting `get` should be woken).
+    fn add_locked(&mut self, item: T, metrics: Option<&QueueMetrics>) -> bool {
+        if self.shutting_down {
+            return false;
+        }
+        match self.items.entry(item) {
+            Entry::Occupied(mut entry) => {
+                let s = entry.get_mut();
+                if !s.dirty {
+                    // Present but not dirty: it is being processed. Remember it for `done`.
+                    debug_assert!(s.processing);
+                    s.dirty = true;
+                    if let Some(m) = metrics {
+                        m.adds.inc();
+                        m.depth.inc();
+                        s.added_at = Some(Instant::now());
+                    }
+                }
+                false
+            }
+            Entry::Vacant(entry) => {
+                let added_at = metrics.map(|m| {
+                    m.adds.inc();
+                    m.depth.inc();
+                    Instant::now()
+                });
+                self.queue.push_back(entry.key().clone());
+                entry.insert(ItemState {
+                    dirty: true,
+                    processing: false,
+                    added_at,
+                    started_at: None,
+                });
+                true
+            }
+        }
+    }
+
     /// Takes the next item off the queue and marks it as processing.
     fn pop(&mut self, metrics: Option<&QueueMetrics>) -> Option<T> {
         let item = self.queue.pop_front()?;
