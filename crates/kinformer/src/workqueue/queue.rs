@@ -132,9 +132,15 @@ struct ItemState {
     dirty: bool,
     /// Handed out and not yet done (client-go's `processing` set).
     processing: bool,
-    /// When the item became dirty (metrics only).
+}
+
+/// When an item was added and handed out; kept only by queues with metrics, apart from
+/// [`ItemState`] so that queues without metrics stay small.
+#[derive(Debug, Clone, Copy, Default)]
+struct Times {
+    /// When the item became dirty and was not yet handed out.
     added_at: Option<Instant>,
-    /// When the item was handed out (metrics only).
+    /// When the item was handed out and not yet done.
     started_at: Option<Instant>,
 }
 
@@ -147,6 +153,8 @@ struct ItemState {
 struct State<T> {
     queue: VecDeque<T>,
     items: HashMap<T, ItemState, FastHash>,
+    /// Metrics only: an item is here iff one of its times is set.
+    times: HashMap<T, Times, FastHash>,
     processing: usize,
     waiters: usize,
     shutting_down: bool,
@@ -177,6 +185,7 @@ where
                 state: Mutex::new(State {
                     queue: VecDeque::new(),
                     items: HashMap::default(),
+                    times: HashMap::default(),
                     processing: 0,
                     waiters: 0,
                     shutting_down: false,
@@ -283,6 +292,7 @@ where
         let State {
             queue,
             items,
+            times,
             processing,
             drain,
             ..
@@ -299,9 +309,14 @@ where
         s.processing = false;
         *processing -= 1;
         if let Some(m) = &inner.metrics
-            && let Some(started) = s.started_at.take()
+            && let Some(t) = times.get_mut(item)
         {
-            m.work_duration.observe(started.elapsed().as_secs_f64());
+            if let Some(started) = t.started_at.take() {
+                m.work_duration.observe(started.elapsed().as_secs_f64());
+            }
+            if t.added_at.is_none() {
+                times.remove(item);
+            }
         }
         if s.dirty {
             items.insert(item.clone(), s);
@@ -423,24 +438,26 @@ impl<T: Clone + Eq + Hash> State<T> {
                     if let Some(m) = metrics {
                         m.adds.inc();
                         m.depth.inc();
-                        s.added_at = Some(Instant::now());
+                        let key = entry.key().clone();
+                        let t = self.times.entry(key).or_default();
+                        t.added_at.get_or_insert_with(Instant::now);
                     }
                 }
                 false
             }
             Entry::Vacant(entry) => {
-                let added_at = metrics.map(|m| {
-                    m.adds.inc();
-                    m.depth.inc();
-                    Instant::now()
-                });
-                self.queue.push_back(entry.key().clone());
+                let key = entry.key().clone();
                 entry.insert(ItemState {
                     dirty: true,
                     processing: false,
-                    added_at,
-                    started_at: None,
                 });
+                if let Some(m) = metrics {
+                    m.adds.inc();
+                    m.depth.inc();
+                    let t = self.times.entry(key.clone()).or_default();
+                    t.added_at.get_or_insert_with(Instant::now);
+                }
+                self.queue.push_back(key);
                 true
             }
         }
@@ -457,10 +474,14 @@ impl<T: Clone + Eq + Hash> State<T> {
                 if let Some(m) = metrics {
                     let now = Instant::now();
                     m.depth.dec();
-                    if let Some(added) = s.added_at.take() {
+                    let t = match self.times.get_mut(&item) {
+                        Some(t) => t,
+                        None => self.times.entry(item.clone()).or_default(),
+                    };
+                    if let Some(added) = t.added_at.take() {
                         m.latency.observe((now - added).as_secs_f64());
                     }
-                    s.started_at = Some(now);
+                    t.started_at = Some(now);
                 }
             }
             None => {
@@ -471,8 +492,6 @@ impl<T: Clone + Eq + Hash> State<T> {
                     ItemState {
                         dirty: false,
                         processing: true,
-                        added_at: None,
-                        started_at: metrics.map(|_| Instant::now()),
                     },
                 );
             }
@@ -514,7 +533,7 @@ where
         let now = Instant::now();
         let (total, oldest) = {
             let state = inner.state.lock();
-            state.items.values().filter_map(|s| s.started_at).fold(
+            state.times.values().filter_map(|t| t.started_at).fold(
                 (0.0_f64, 0.0_f64),
                 |(total, oldest), started| {
                     let age = (now - started).as_secs_f64();
