@@ -135,3 +135,36 @@ async fn default_controller_limiter_backs_off_exponentially_per_item() {
         q.done(&item);
     }
 }
+
+/// Lets spawned tasks run until they park.
+async fn settle() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn timer_task_ends_on_shutdown_and_when_every_handle_is_dropped() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let base = metrics.num_alive_tasks();
+
+    let q = DelayingQueue::new();
+    q.add_after(1, Duration::from_secs(10));
+    settle().await;
+    assert_eq!(metrics.num_alive_tasks(), base + 1, "one timer task");
+    q.add_after(2, Duration::from_secs(5));
+    assert_eq!(metrics.num_alive_tasks(), base + 1, "still one timer task");
+    q.shut_down();
+    settle().await;
+    assert_eq!(metrics.num_alive_tasks(), base);
+
+    let q = DelayingQueue::new();
+    q.add_after(1, Duration::from_secs(10));
+    let clone = q.clone();
+    drop(q);
+    settle().await;
+    assert_eq!(metrics.num_alive_tasks(), base + 1, "a handle is left");
+    drop(clone);
+    settle().await;
+    assert_eq!(metrics.num_alive_tasks(), base);
+}

@@ -274,3 +274,23 @@ async fn prometheus_provider_exports_every_metric_with_the_queue_name() {
         assert!(text.contains(line), "missing {line} in\n{text}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn unfinished_work_task_ends_on_shutdown_and_on_drop() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let base = metrics.num_alive_tasks();
+    let provider = Arc::new(Provider(Arc::new(Recorder::default())));
+    let q: Queue<u8> = Queue::with_config(QueueConfig::named("a", provider.clone()));
+    assert_eq!(metrics.num_alive_tasks(), base + 1);
+    q.shut_down();
+    tokio::task::yield_now().await;
+    tokio::task::yield_now().await;
+    assert_eq!(metrics.num_alive_tasks(), base);
+
+    let q: Queue<u8> = Queue::with_config(QueueConfig::named("b", provider));
+    assert_eq!(metrics.num_alive_tasks(), base + 1);
+    drop(q);
+    tokio::task::yield_now().await;
+    tokio::task::yield_now().await;
+    assert_eq!(metrics.num_alive_tasks(), base);
+}

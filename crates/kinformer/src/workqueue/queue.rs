@@ -125,6 +125,13 @@ struct Inner<T> {
     name: String,
 }
 
+impl<T> Drop for Inner<T> {
+    /// Stops the background tasks of a queue nobody holds any more.
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
 /// What the queue knows about one item.
 #[derive(Debug, Clone, Copy)]
 struct ItemState {
