@@ -264,3 +264,26 @@ fn public_handles_and_their_futures_are_send_and_sync() {
     let r: RateLimitingQueue<String> = RateLimitingQueue::new(default_controller_rate_limiter());
     future(r.get());
 }
+
+#[tokio::test(start_paused = true)]
+async fn drain_ends_when_the_last_item_is_done_even_if_it_was_added_again() {
+    let queue = Queue::new();
+    queue.add(1);
+    let item = queue.get().await.unwrap();
+    queue.add(1); // dirty while processing: `done` queues it again
+    let drain = tokio::spawn({
+        let q = queue.clone();
+        async move { q.shut_down_with_drain().await }
+    });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert!(!drain.is_finished());
+    queue.done(&item);
+    tokio::time::timeout(Duration::from_millis(1), drain)
+        .await
+        .expect("drain ends once nothing is processing")
+        .unwrap();
+    // The item added again before shutdown is not lost.
+    assert_eq!(queue.get().await, Some(1));
+    queue.done(&1);
+    assert_eq!(queue.get().await, None);
+}

@@ -301,7 +301,6 @@ where
             items,
             times,
             processing,
-            drain,
             ..
         } = &mut *state;
         // One lookup in the common case (not added again): remove, and put back if dirty.
@@ -325,15 +324,18 @@ where
                 times.remove(item);
             }
         }
-        if s.dirty {
+        let requeued = s.dirty;
+        if requeued {
             items.insert(item.clone(), s);
             queue.push_back(item.clone());
-            if state.waiters > 0 {
-                drop(state);
-                inner.item_ready.notify_one();
-            }
-        } else if *processing == 0 && *drain {
-            drop(state);
+        }
+        let wake_worker = requeued && state.waiters > 0;
+        let wake_drain = state.processing == 0 && state.drain;
+        drop(state);
+        if wake_worker {
+            inner.item_ready.notify_one();
+        }
+        if wake_drain {
             inner.drained.notify_waiters();
         }
     }
