@@ -2,8 +2,6 @@
 
 mod bench;
 
-use std::process::ExitCode;
-
 use clap::{Parser, Subcommand};
 
 /// kinformer: Kubernetes controller machinery for Rust.
@@ -26,17 +24,10 @@ enum Command {
     },
 }
 
-fn main() -> ExitCode {
+fn main() {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Bench(args) => bench::run(&args),
-        Command::BenchRun { workload } => bench::run_one(&workload),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
+    match cli.command {
+        Command::Bench(args) => bench::exit_on_error(bench::run(&args)),
+        Command::BenchRun { workload } => bench::exit_on_error(bench::run_one(&workload)),
     }
 }

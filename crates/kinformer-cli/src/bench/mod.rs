@@ -170,6 +170,14 @@ pub(crate) fn run_one(workload: &str) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// Prints the error of a bench command and exits with status 1.
+pub(crate) fn exit_on_error(result: Result<(), BenchError>) {
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// `{"workload":"W1","metrics":{"adds_per_s":2450000.0,...}}`, metrics in the given order.
 fn json_line(workload: &str, metrics: &Metrics) -> String {
     let body = metrics
