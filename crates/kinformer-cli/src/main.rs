@@ -1,5 +1,7 @@
 //! The `kinformer` command.
 
+mod bench;
+
 use clap::{Parser, Subcommand};
 
 /// kinformer: Kubernetes controller machinery for Rust.
@@ -12,13 +14,20 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the benchmark workloads.
-    Bench,
+    /// Run the benchmark workloads of a group (workqueue, all) and print their medians.
+    Bench(bench::BenchArgs),
+    /// Run one benchmark workload in this process and print one JSON line (used by `bench`).
+    #[command(hide = true)]
+    BenchRun {
+        /// The workload id, e.g. W1.
+        workload: String,
+    },
 }
 
 fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Bench => {}
+        Command::Bench(args) => bench::exit_on_error(bench::run(&args)),
+        Command::BenchRun { workload } => bench::exit_on_error(bench::run_one(&workload)),
     }
 }
