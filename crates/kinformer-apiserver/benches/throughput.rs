@@ -4,10 +4,15 @@
 //! Run: `cargo bench -p kinformer-apiserver --bench throughput` (set `KINFORMER_BENCH_PODS` to
 //! change the pod count). Output rows: `workload metric value unit`.
 
+// A benchmark binary: a failure aborts the run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_apiserver::{ServerConfig, Store, StoreConfig, TestServer, bench_pod_update, seed_bench_pods};
+use kinformer_apiserver::{
+    ServerConfig, Store, StoreConfig, TestServer, bench_pod_update, seed_bench_pods,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const PAGE: usize = 500;
@@ -32,7 +37,11 @@ async fn list_all(client: &kube::Client) -> (usize, usize, Vec<String>) {
         bytes += text.len();
         // Cheap extraction of the continue token and the item count, without decoding items.
         items += text.matches("\"kind\":\"Pod\"").count();
-        cont = text.split("\"continue\":\"").nth(1).and_then(|r| r.split('"').next()).map(str::to_string);
+        cont = text
+            .split("\"continue\":\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .map(str::to_string);
         pages.push(text);
         if cont.is_none() {
             return (items, bytes, pages);
@@ -41,9 +50,16 @@ async fn list_all(client: &kube::Client) -> (usize, usize, Vec<String>) {
 }
 
 /// Opens a raw watch and counts event lines until `want` arrived.
-async fn raw_watch(addr: std::net::SocketAddr, from: u64, want: usize, ready: tokio::sync::mpsc::Sender<()>) -> Duration {
+async fn raw_watch(
+    addr: std::net::SocketAddr,
+    from: u64,
+    want: usize,
+    ready: tokio::sync::mpsc::Sender<()>,
+) -> Duration {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!("GET /api/v1/pods?watch=true&resourceVersion={from} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let req = format!(
+        "GET /api/v1/pods?watch=true&resourceVersion={from} HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    );
     s.write_all(req.as_bytes()).await.unwrap();
     let mut buf = vec![0u8; 256 * 1024];
     let (mut seen, mut prev, mut first) = (0usize, 0u8, true);
@@ -66,8 +82,15 @@ async fn raw_watch(addr: std::net::SocketAddr, from: u64, want: usize, ready: to
 }
 
 fn main() {
-    let n: usize = std::env::var("KINFORMER_BENCH_PODS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let n: usize = std::env::var("KINFORMER_BENCH_PODS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async move {
         // Seeding (what `kinformer serve --seed-pods` does before it is ready).
         let mut seed_ms = Vec::new();

@@ -34,7 +34,10 @@ pub fn core_versions() -> Value {
 
 /// An `APIResourceList` for one group version.
 pub fn resource_list(resources: &[ResourceDef], group: &str, version: &str) -> Option<Value> {
-    let rs: Vec<&ResourceDef> = resources.iter().filter(|r| r.group == group && r.version == version).collect();
+    let rs: Vec<&ResourceDef> = resources
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+        .collect();
     if rs.is_empty() && !(group.is_empty() && version == "v1") {
         return None;
     }
@@ -45,8 +48,14 @@ pub fn resource_list(resources: &[ResourceDef], group: &str, version: &str) -> O
             list.push(s);
         }
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list}))
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list}),
+    )
 }
 
 fn groups(resources: &[ResourceDef]) -> BTreeMap<String, Vec<String>> {
@@ -61,13 +70,19 @@ fn groups(resources: &[ResourceDef]) -> BTreeMap<String, Vec<String>> {
 }
 
 fn group_doc(name: &str, versions: &[String]) -> Value {
-    let vs: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v})).collect();
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
     json!({"name": name, "versions": vs, "preferredVersion": vs.first().cloned().unwrap_or(Value::Null)})
 }
 
 /// `/apis`: an `APIGroupList`.
 pub fn group_list(resources: &[ResourceDef]) -> Value {
-    let gs: Vec<Value> = groups(resources).iter().map(|(n, vs)| group_doc(n, vs)).collect();
+    let gs: Vec<Value> = groups(resources)
+        .iter()
+        .map(|(n, vs)| group_doc(n, vs))
+        .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": gs})
 }
 

@@ -77,7 +77,10 @@ impl Fault {
     /// The requests this fault applies to by default.
     pub fn default_target(&self) -> Target {
         match self {
-            Fault::CloseWatch { .. } | Fault::WatchGone | Fault::TruncateWatchFrame { .. } | Fault::GarbleWatchFrame { .. } => Target::Watch,
+            Fault::CloseWatch { .. }
+            | Fault::WatchGone
+            | Fault::TruncateWatchFrame { .. }
+            | Fault::GarbleWatchFrame { .. } => Target::Watch,
             Fault::ExpireContinue => Target::ListContinue,
             _ => Target::Any,
         }
@@ -149,13 +152,25 @@ impl FaultRule {
     /// A rule firing once on the next request of the fault's default target.
     pub fn once(fault: Fault) -> Self {
         let target = fault.default_target();
-        Self { fault, target, resource: None, times: Some(1), probability: 1.0 }
+        Self {
+            fault,
+            target,
+            resource: None,
+            times: Some(1),
+            probability: 1.0,
+        }
     }
 
     /// A rule firing on every matching request with probability `p`, without limit.
     pub fn random(fault: Fault, p: f64) -> Self {
         let target = fault.default_target();
-        Self { fault, target, resource: None, times: None, probability: p }
+        Self {
+            fault,
+            target,
+            resource: None,
+            times: None,
+            probability: p,
+        }
     }
 
     /// Sets the number of times.
@@ -244,7 +259,9 @@ impl Faults {
 
     /// Adds a rule. Immediate faults with probability 1 act now (once).
     pub fn add_rule(&self, rule: FaultRule) {
-        if matches!(rule.fault, Fault::Compact | Fault::RefuseConnections(_)) && rule.probability >= 1.0 {
+        if matches!(rule.fault, Fault::Compact | Fault::RefuseConnections(_))
+            && rule.probability >= 1.0
+        {
             self.fire_immediate(&rule.fault, "-".into());
             return;
         }
@@ -291,7 +308,10 @@ impl Faults {
         if st.log.len() >= LOG_CAP {
             st.log.remove(0);
         }
-        st.log.push(InjectedFault { fault: fault.clone(), request });
+        st.log.push(InjectedFault {
+            fault: fault.clone(),
+            request,
+        });
     }
 
     fn fire_immediate(&self, fault: &Fault, request: String) {
@@ -343,7 +363,9 @@ impl Faults {
             }
             let st = &mut *st;
             for rule in st.rules.iter_mut() {
-                if !rule.target.matches(kind) || rule.resource.as_deref().is_some_and(|r| r != resource) {
+                if !rule.target.matches(kind)
+                    || rule.resource.as_deref().is_some_and(|r| r != resource)
+                {
                     continue;
                 }
                 if rule.times == Some(0) {
@@ -395,7 +417,10 @@ pub fn parse_spec(spec: &str) -> Result<(Option<u64>, Vec<FaultRule>), FaultSpec
             continue;
         }
         let (mut body, mut times) = (item, None);
-        if let Some((b, n)) = body.rsplit_once('x').filter(|(_, n)| n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty()) {
+        if let Some((b, n)) = body
+            .rsplit_once('x')
+            .filter(|(_, n)| n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty())
+        {
             body = b;
             times = Some(n.parse().map_err(|_| bad("bad count"))?);
         }
@@ -407,24 +432,42 @@ pub fn parse_spec(spec: &str) -> Result<(Option<u64>, Vec<FaultRule>), FaultSpec
                 return Err(bad("probability must be within 0..=1"));
             }
         }
-        let (name, arg) = body.split_once(':').map_or((body, None), |(n, a)| (n, Some(a)));
-        let num = |default: u64| -> Result<u64, FaultSpecError> { arg.map_or(Ok(default), |a| a.parse().map_err(|_| bad("bad number"))) };
+        let (name, arg) = body
+            .split_once(':')
+            .map_or((body, None), |(n, a)| (n, Some(a)));
+        let num = |default: u64| -> Result<u64, FaultSpecError> {
+            arg.map_or(Ok(default), |a| a.parse().map_err(|_| bad("bad number")))
+        };
         let fault = match name {
-            "close-watch" => Fault::CloseWatch { after_events: num(0)? as usize },
+            "close-watch" => Fault::CloseWatch {
+                after_events: num(0)? as usize,
+            },
             "watch-gone" | "410" => Fault::WatchGone,
             "expire-continue" => Fault::ExpireContinue,
-            "429" => Fault::TooManyRequests { retry_after_secs: num(1)? as u32 },
+            "429" => Fault::TooManyRequests {
+                retry_after_secs: num(1)? as u32,
+            },
             "500" => Fault::InternalError,
             "delay" => Fault::Delay(Duration::from_millis(num(100)?)),
-            "truncate" => Fault::TruncateWatchFrame { after_events: num(0)? as usize },
-            "garble" => Fault::GarbleWatchFrame { after_events: num(0)? as usize },
+            "truncate" => Fault::TruncateWatchFrame {
+                after_events: num(0)? as usize,
+            },
+            "garble" => Fault::GarbleWatchFrame {
+                after_events: num(0)? as usize,
+            },
             "refuse" => Fault::RefuseConnections(Duration::from_millis(num(1000)?)),
             "compact" => Fault::Compact,
             _ => return Err(bad("unknown fault")),
         };
         let target = fault.default_target();
         let times = times.or(if probability < 1.0 { None } else { Some(1) });
-        rules.push(FaultRule { fault, target, resource: None, times, probability });
+        rules.push(FaultRule {
+            fault,
+            target,
+            resource: None,
+            times,
+            probability,
+        });
     }
     Ok((seed, rules))
 }
@@ -436,7 +479,10 @@ mod tests {
     use crate::store::StoreConfig;
 
     fn faults() -> Faults {
-        Faults::new(Store::new(ResourceDef::builtins(), StoreConfig::default()), 1)
+        Faults::new(
+            Store::new(ResourceDef::builtins(), StoreConfig::default()),
+            1,
+        )
     }
 
     #[test]
@@ -447,7 +493,12 @@ mod tests {
         assert_eq!(rules[0].times, None);
         assert_eq!(rules[1].fault, Fault::CloseWatch { after_events: 100 });
         assert_eq!(rules[2].times, Some(3));
-        assert_eq!(rules[2].fault, Fault::TooManyRequests { retry_after_secs: 2 });
+        assert_eq!(
+            rules[2].fault,
+            Fault::TooManyRequests {
+                retry_after_secs: 2
+            }
+        );
         assert!(parse_spec("nonsense").is_err());
         assert!(parse_spec("500@2").is_err());
     }
@@ -456,7 +507,10 @@ mod tests {
     fn once_rules_fire_once_and_are_counted() {
         let f = faults();
         f.inject(Fault::InternalError);
-        assert_eq!(f.on_request(RequestKind::Get, "pods", "GET /x"), vec![Fault::InternalError]);
+        assert_eq!(
+            f.on_request(RequestKind::Get, "pods", "GET /x"),
+            vec![Fault::InternalError]
+        );
         assert!(f.on_request(RequestKind::Get, "pods", "GET /x").is_empty());
         assert_eq!(f.counts().get("500"), Some(&1));
         assert_eq!(f.injected().len(), 1);
@@ -466,8 +520,14 @@ mod tests {
     fn targets_and_resources_filter_requests() {
         let f = faults();
         f.add_rule(FaultRule::once(Fault::WatchGone).for_resource("pods"));
-        assert!(f.on_request(RequestKind::List { continued: false }, "pods", "").is_empty());
-        assert!(f.on_request(RequestKind::Watch, "configmaps", "").is_empty());
+        assert!(
+            f.on_request(RequestKind::List { continued: false }, "pods", "")
+                .is_empty()
+        );
+        assert!(
+            f.on_request(RequestKind::Watch, "configmaps", "")
+                .is_empty()
+        );
         assert_eq!(f.on_request(RequestKind::Watch, "pods", "").len(), 1);
     }
 
@@ -477,7 +537,9 @@ mod tests {
             let f = faults();
             f.seed(42);
             f.add_rule(FaultRule::random(Fault::InternalError, 0.3));
-            (0..200).map(|_| f.on_request(RequestKind::Get, "pods", "").len()).collect::<Vec<_>>()
+            (0..200)
+                .map(|_| f.on_request(RequestKind::Get, "pods", "").len())
+                .collect::<Vec<_>>()
         };
         let a = draw();
         assert_eq!(a, draw());

@@ -18,7 +18,8 @@ fn ns_opt(ns: &str) -> Option<&str> {
 }
 
 fn to_value<T: Serialize>(o: &T) -> Result<Value, ApiError> {
-    serde_json::to_value(o).map_err(|e| ApiError::bad_request(format!("cannot serialize object: {e}")))
+    serde_json::to_value(o)
+        .map_err(|e| ApiError::bad_request(format!("cannot serialize object: {e}")))
 }
 
 fn from_value<T: DeserializeOwned>(v: Value) -> Result<T, ApiError> {
@@ -53,7 +54,12 @@ impl Store {
     ///
     /// # Errors
     /// 404 NotFound, 409 Conflict, 400.
-    pub fn update_status(&self, resource: &str, namespace: &str, obj: Value) -> Result<Value, ApiError> {
+    pub fn update_status(
+        &self,
+        resource: &str,
+        namespace: &str,
+        obj: Value,
+    ) -> Result<Value, ApiError> {
         let (ridx, _) = self.resolve(resource)?;
         let (name, ns) = name_ns(&obj, namespace)?;
         parse(&self.update_at(ridx, ns.as_deref(), &name, obj, true)?)
@@ -63,9 +69,22 @@ impl Store {
     ///
     /// # Errors
     /// 404 NotFound, 409 Conflict (resourceVersion in the patch), 400.
-    pub fn patch(&self, resource: &str, namespace: &str, name: &str, patch: &Value) -> Result<Value, ApiError> {
+    pub fn patch(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Value, ApiError> {
         let (ridx, _) = self.resolve(resource)?;
-        parse(&self.patch_at(ridx, ns_opt(namespace), name, PatchType::Merge, patch, false)?)
+        parse(&self.patch_at(
+            ridx,
+            ns_opt(namespace),
+            name,
+            PatchType::Merge,
+            patch,
+            false,
+        )?)
     }
 
     /// Deletes an object (or marks it for deletion when it has finalizers); returns its last
@@ -82,9 +101,16 @@ impl Store {
     ///
     /// # Errors
     /// 404 for an unknown resource.
-    pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Result<Option<Value>, ApiError> {
+    pub fn get(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, ApiError> {
         let (ridx, _) = self.resolve(resource)?;
-        self.get_at(ridx, ns_opt(namespace), name).map(|o| parse(&o)).transpose()
+        self.get_at(ridx, ns_opt(namespace), name)
+            .map(|o| parse(&o))
+            .transpose()
     }
 
     /// The full current state of a resource (all namespaces, key order) and the revision it
@@ -95,7 +121,7 @@ impl Store {
     pub fn state(&self, resource: &str) -> Result<(u64, Vec<Value>), ApiError> {
         let (ridx, _) = self.resolve(resource)?;
         let (rev, items) = self.snapshot_at(ridx);
-        Ok((rev, items.iter().map(|o| parse(o)).collect::<Result<_, _>>()?))
+        Ok((rev, items.iter().map(parse).collect::<Result<_, _>>()?))
     }
 
     /// The current objects of a resource, as `(namespace/name, resourceVersion)` pairs in key
@@ -106,7 +132,10 @@ impl Store {
     pub fn keys_and_versions(&self, resource: &str) -> Result<Vec<(String, String)>, ApiError> {
         let (ridx, _) = self.resolve(resource)?;
         let (_, items) = self.snapshot_at(ridx);
-        Ok(items.iter().map(|o| (o.key(), o.revision.to_string())).collect())
+        Ok(items
+            .iter()
+            .map(|o| (o.key(), o.revision.to_string()))
+            .collect())
     }
 
     /// Number of current objects of a resource.
@@ -160,7 +189,11 @@ impl Store {
     where
         K: Resource<DynamicType = ()> + DeserializeOwned,
     {
-        self.state(&typed_name::<K>())?.1.into_iter().map(from_value).collect()
+        self.state(&typed_name::<K>())?
+            .1
+            .into_iter()
+            .map(from_value)
+            .collect()
     }
 }
 
@@ -175,9 +208,17 @@ fn name_ns(obj: &Value, namespace: &str) -> Result<(String, Option<String>), Api
         .and_then(|m| m.get("name"))
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| ApiError::new(422, "Invalid", "metadata.name: Required value: name is required"))?;
-    let ns = ns_opt(namespace)
-        .map(str::to_string)
-        .or_else(|| meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).map(str::to_string));
+        .ok_or_else(|| {
+            ApiError::new(
+                422,
+                "Invalid",
+                "metadata.name: Required value: name is required",
+            )
+        })?;
+    let ns = ns_opt(namespace).map(str::to_string).or_else(|| {
+        meta.and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
     Ok((name.to_string(), ns))
 }

@@ -36,14 +36,28 @@ pub fn encode_continue(rev: u64, after: &str) -> String {
 /// # Errors
 /// 400 BadRequest for a token this server did not issue.
 pub fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
-    let bad = || ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
-    if token.len() % 2 != 0 || !token.is_ascii() {
+    let bad = || {
+        ApiError::bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        )
+    };
+    if !token.len().is_multiple_of(2) || !token.is_ascii() {
         return Err(bad());
     }
-    let bytes: Result<Vec<u8>, _> = (0..token.len()).step_by(2).map(|i| u8::from_str_radix(&token[i..i + 2], 16)).collect();
-    let v: serde_json::Value = serde_json::from_slice(&bytes.map_err(|_| bad())?).map_err(|_| bad())?;
-    let rv = v.get("rv").and_then(serde_json::Value::as_u64).ok_or_else(bad)?;
-    let start = v.get("start").and_then(serde_json::Value::as_str).ok_or_else(bad)?;
+    let bytes: Result<Vec<u8>, _> = (0..token.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&token[i..i + 2], 16))
+        .collect();
+    let v: serde_json::Value =
+        serde_json::from_slice(&bytes.map_err(|_| bad())?).map_err(|_| bad())?;
+    let rv = v
+        .get("rv")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(bad)?;
+    let start = v
+        .get("start")
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(bad)?;
     Ok((rv, start.to_string()))
 }
 
@@ -88,7 +102,15 @@ pub async fn await_revision(store: &Store, rev: u64, wait: Duration) -> Result<(
 ///
 /// # Cancel safety
 /// Cancel safe: nothing is written.
-pub async fn list(store: &Store, ridx: usize, def: &ResourceDef, namespace: Option<&str>, q: &Query, expire_continue: bool, rv_wait: Duration) -> Result<Bytes, ApiError> {
+pub async fn list(
+    store: &Store,
+    ridx: usize,
+    def: &ResourceDef,
+    namespace: Option<&str>,
+    q: &Query,
+    expire_continue: bool,
+    rv_wait: Duration,
+) -> Result<Bytes, ApiError> {
     let (at, after) = if let Some(token) = &q.continue_token {
         let (rv, after) = decode_continue(token)?;
         if expire_continue || rv < store.compacted_revision() {
@@ -98,10 +120,18 @@ pub async fn list(store: &Store, ridx: usize, def: &ResourceDef, namespace: Opti
     } else {
         let at = match (q.resource_version, q.rv_match) {
             (None | Some(0), Some(RvMatch::Exact)) => {
-                return Err(ApiError::new(422, "Invalid", "resourceVersionMatch: Forbidden: resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\" or unset"));
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    "resourceVersionMatch: Forbidden: resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\" or unset",
+                ));
             }
             (None, Some(RvMatch::NotOlderThan)) => {
-                return Err(ApiError::new(422, "Invalid", "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"));
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
             }
             (Some(r), Some(RvMatch::Exact)) => {
                 await_revision(store, r, rv_wait).await?;
@@ -115,12 +145,24 @@ pub async fn list(store: &Store, ridx: usize, def: &ResourceDef, namespace: Opti
         };
         (at, None)
     };
-    let page = store.list_page(ridx, namespace, at, after.as_deref(), q.limit, |o| selects(&q.label_selector, &q.field_selector, o))?;
-    Ok(render_list(def, page.revision, &page.items, page.more_after.map(|k| encode_continue(page.revision, &k))))
+    let page = store.list_page(ridx, namespace, at, after.as_deref(), q.limit, |o| {
+        selects(&q.label_selector, &q.field_selector, o)
+    })?;
+    Ok(render_list(
+        def,
+        page.revision,
+        &page.items,
+        page.more_after.map(|k| encode_continue(page.revision, &k)),
+    ))
 }
 
 /// Renders `<Kind>List` bytes from stored objects without re-serializing them.
-pub fn render_list(def: &ResourceDef, rev: u64, items: &[Arc<StoredObject>], cont: Option<String>) -> Bytes {
+pub fn render_list(
+    def: &ResourceDef,
+    rev: u64,
+    items: &[Arc<StoredObject>],
+    cont: Option<String>,
+) -> Bytes {
     let size: usize = items.iter().map(|o| o.bytes.len() + 1).sum();
     let mut b = BytesMut::with_capacity(size + 256);
     let mut meta = json!({"resourceVersion": rev.to_string()});

@@ -32,13 +32,28 @@ impl StoredObject {
     pub fn from_value(v: &Value, revision: u64) -> Result<Arc<Self>, serde_json::Error> {
         let bytes = Bytes::from(serde_json::to_vec(v)?);
         let meta = v.get("metadata");
-        let s = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str).unwrap_or_default().to_string();
+        let s = |k: &str| {
+            meta.and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
         let labels = meta
             .and_then(|m| m.get("labels"))
             .and_then(Value::as_object)
-            .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect())
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .collect()
+            })
             .unwrap_or_default();
-        Ok(Arc::new(Self { bytes, name: s("name"), namespace: s("namespace"), labels, revision }))
+        Ok(Arc::new(Self {
+            bytes,
+            name: s("name"),
+            namespace: s("namespace"),
+            labels,
+            revision,
+        }))
     }
 
     /// Parses the stored bytes back into a JSON value.
@@ -57,7 +72,11 @@ impl StoredObject {
 
 /// The store key for a namespace and name.
 pub fn object_key(namespace: &str, name: &str) -> String {
-    if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") }
+    if namespace.is_empty() {
+        name.to_string()
+    } else {
+        format!("{namespace}/{name}")
+    }
 }
 
 /// A random UUID v4 string.
@@ -66,7 +85,16 @@ pub fn new_uid() -> String {
     let h = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
     let v = format!("{:02x}", (b[6] & 0x0f) | 0x40);
     let var = format!("{:02x}", (b[8] & 0x3f) | 0x80);
-    format!("{}-{}-{}{}-{}{}-{}", h(0..4), h(4..6), v, h(7..8), var, h(9..10), h(10..16))
+    format!(
+        "{}-{}-{}{}-{}{}-{}",
+        h(0..4),
+        h(4..6),
+        v,
+        h(7..8),
+        var,
+        h(9..10),
+        h(10..16)
+    )
 }
 
 /// The current wall-clock time as RFC 3339 (seconds precision, UTC), as Kubernetes writes it.
@@ -92,7 +120,12 @@ pub fn rfc3339(secs: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]

@@ -52,10 +52,17 @@ pub fn percent_decode(s: &str) -> Result<String, ApiError> {
     while i < b.len() {
         match b[i] {
             b'%' => {
-                let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+                let hex = b
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
                 match hex {
                     Some(x) => out.push(x),
-                    None => return Err(ApiError::bad_request(format!("invalid percent-encoding in query: {s}"))),
+                    None => {
+                        return Err(ApiError::bad_request(format!(
+                            "invalid percent-encoding in query: {s}"
+                        )));
+                    }
                 }
                 i += 3;
             }
@@ -76,7 +83,9 @@ fn parse_bool(k: &str, v: &str) -> Result<bool, ApiError> {
     match v {
         "true" | "1" | "" => Ok(true),
         "false" | "0" => Ok(false),
-        _ => Err(ApiError::bad_request(format!("invalid value for {k}: {v:?}"))),
+        _ => Err(ApiError::bad_request(format!(
+            "invalid value for {k}: {v:?}"
+        ))),
     }
 }
 
@@ -109,20 +118,43 @@ impl Query {
                         "" => None,
                         "NotOlderThan" => Some(RvMatch::NotOlderThan),
                         "Exact" => Some(RvMatch::Exact),
-                        _ => return Err(ApiError::bad_request(format!("invalid resourceVersionMatch: {v:?}"))),
+                        _ => {
+                            return Err(ApiError::bad_request(format!(
+                                "invalid resourceVersionMatch: {v:?}"
+                            )));
+                        }
                     }
                 }
-                "labelSelector" => q.label_selector = LabelSelector::parse(&v).map_err(|e| ApiError::bad_request(e.to_string()))?,
-                "fieldSelector" => q.field_selector = FieldSelector::parse(&v).map_err(|e| ApiError::bad_request(e.to_string()))?,
-                "limit" => q.limit = v.parse().map_err(|_| ApiError::bad_request(format!("invalid limit: {v:?}")))?,
+                "labelSelector" => {
+                    q.label_selector = LabelSelector::parse(&v)
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?
+                }
+                "fieldSelector" => {
+                    q.field_selector = FieldSelector::parse(&v)
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?
+                }
+                "limit" => {
+                    q.limit = v
+                        .parse()
+                        .map_err(|_| ApiError::bad_request(format!("invalid limit: {v:?}")))?
+                }
                 "continue" => q.continue_token = Some(v).filter(|s| !s.is_empty()),
                 "timeoutSeconds" => {
-                    let s: u64 = v.parse().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {v:?}")))?;
+                    let s: u64 = v.parse().map_err(|_| {
+                        ApiError::bad_request(format!("invalid timeoutSeconds: {v:?}"))
+                    })?;
                     q.timeout = Some(Duration::from_secs(s));
                 }
                 "timeout" => {
                     // Go duration, e.g. "30s" or "1m": accept the common seconds/minutes forms.
-                    let secs = v.strip_suffix('s').and_then(|n| n.parse::<u64>().ok()).or_else(|| v.strip_suffix('m').and_then(|n| n.parse::<u64>().ok()).map(|m| m * 60));
+                    let secs = v
+                        .strip_suffix('s')
+                        .and_then(|n| n.parse::<u64>().ok())
+                        .or_else(|| {
+                            v.strip_suffix('m')
+                                .and_then(|n| n.parse::<u64>().ok())
+                                .map(|m| m * 60)
+                        });
                     if let (Some(s), None) = (secs, q.timeout) {
                         q.timeout = Some(Duration::from_secs(s));
                     }
@@ -143,7 +175,10 @@ mod tests {
 
     #[test]
     fn kube_style_leading_ampersand_is_ignored() {
-        let q = Query::parse(Some("&watch=true&timeoutSeconds=290&allowWatchBookmarks=true&resourceVersion=12")).unwrap();
+        let q = Query::parse(Some(
+            "&watch=true&timeoutSeconds=290&allowWatchBookmarks=true&resourceVersion=12",
+        ))
+        .unwrap();
         assert!(q.watch && q.allow_bookmarks);
         assert_eq!(q.resource_version, Some(12));
         assert_eq!(q.timeout, Some(Duration::from_secs(290)));
@@ -151,7 +186,10 @@ mod tests {
 
     #[test]
     fn encoded_selectors_decode() {
-        let q = Query::parse(Some("labelSelector=app%20in%20(a%2Cb)&fieldSelector=metadata.name%3Dx")).unwrap();
+        let q = Query::parse(Some(
+            "labelSelector=app%20in%20(a%2Cb)&fieldSelector=metadata.name%3Dx",
+        ))
+        .unwrap();
         assert_eq!(q.label_selector.0.len(), 1);
         assert_eq!(q.field_selector.0.len(), 1);
     }

@@ -58,32 +58,51 @@ impl ResourceDef {
 
     /// `apiVersion` as written in objects: `v1` or `apps/v1`.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 
     /// The built-in resources: namespaces, pods, configmaps, services, deployments, replicasets,
     /// leases.
     pub fn builtins() -> Vec<ResourceDef> {
         vec![
-            ResourceDef::new("", "v1", "namespaces", "Namespace", false).with_short_names(&["ns"]).with_status(),
-            ResourceDef::new("", "v1", "pods", "Pod", true).with_short_names(&["po"]).with_status(),
+            ResourceDef::new("", "v1", "namespaces", "Namespace", false)
+                .with_short_names(&["ns"])
+                .with_status(),
+            ResourceDef::new("", "v1", "pods", "Pod", true)
+                .with_short_names(&["po"])
+                .with_status(),
             ResourceDef::new("", "v1", "configmaps", "ConfigMap", true).with_short_names(&["cm"]),
-            ResourceDef::new("", "v1", "services", "Service", true).with_short_names(&["svc"]).with_status(),
-            ResourceDef::new("apps", "v1", "deployments", "Deployment", true).with_short_names(&["deploy"]).with_status(),
-            ResourceDef::new("apps", "v1", "replicasets", "ReplicaSet", true).with_short_names(&["rs"]).with_status(),
+            ResourceDef::new("", "v1", "services", "Service", true)
+                .with_short_names(&["svc"])
+                .with_status(),
+            ResourceDef::new("apps", "v1", "deployments", "Deployment", true)
+                .with_short_names(&["deploy"])
+                .with_status(),
+            ResourceDef::new("apps", "v1", "replicasets", "ReplicaSet", true)
+                .with_short_names(&["rs"])
+                .with_status(),
             ResourceDef::new("coordination.k8s.io", "v1", "leases", "Lease", true),
         ]
     }
 
     /// Whether `name` designates this resource (see the module doc for accepted spellings).
     pub fn matches_name(&self, name: &str) -> bool {
-        if name == self.plural || name == self.kind || name == self.singular || self.short_names.iter().any(|s| s == name) {
+        if name == self.plural
+            || name == self.kind
+            || name == self.singular
+            || self.short_names.iter().any(|s| s == name)
+        {
             return true;
         }
-        if let Some((plural, group)) = name.split_once('.') {
-            if plural == self.plural && group == self.group {
-                return true;
-            }
+        if let Some((plural, group)) = name.split_once('.')
+            && plural == self.plural
+            && group == self.group
+        {
+            return true;
         }
         let parts: Vec<&str> = name.split('/').collect();
         match parts.as_slice() {

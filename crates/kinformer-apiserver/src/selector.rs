@@ -37,12 +37,15 @@ pub struct LabelSelector(pub Vec<LabelRequirement>);
 fn valid_key(k: &str) -> bool {
     !k.is_empty()
         && k.len() <= 317
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
         && k.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
 }
 
 fn valid_value(v: &str) -> bool {
-    v.len() <= 63 && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    v.len() <= 63
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// Splits on commas outside parentheses.
@@ -197,7 +200,11 @@ impl FieldSelector {
             if f.is_empty() || !f.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
                 return Err(SelectorError(p.into()));
             }
-            out.push(FieldRequirement { field: f.into(), value: v.trim().into(), equal });
+            out.push(FieldRequirement {
+                field: f.into(),
+                value: v.trim().into(),
+                equal,
+            });
         }
         Ok(Self(out))
     }
@@ -209,7 +216,9 @@ impl FieldSelector {
 
     /// Whether only `metadata.name` / `metadata.namespace` are used (no object parse needed).
     pub fn metadata_only(&self) -> bool {
-        self.0.iter().all(|r| r.field == "metadata.name" || r.field == "metadata.namespace")
+        self.0
+            .iter()
+            .all(|r| r.field == "metadata.name" || r.field == "metadata.namespace")
     }
 
     /// Evaluates the selector; `lookup` resolves a dotted path to its string value.
@@ -239,7 +248,10 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]

@@ -62,7 +62,11 @@ impl Default for ServerConfig {
 impl ServerConfig {
     /// Settings for fast tests: bookmarks every 100 ms, 200 ms wait for future revisions.
     pub fn for_tests() -> Self {
-        Self { bookmark_interval: Duration::from_millis(100), rv_wait: Duration::from_millis(200), ..Self::default() }
+        Self {
+            bookmark_interval: Duration::from_millis(100),
+            rv_wait: Duration::from_millis(200),
+            ..Self::default()
+        }
     }
 
     /// Adds a resource (e.g. a custom resource) to serve.
@@ -127,22 +131,43 @@ impl ApiServer {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn start_with(config: ServerConfig) -> Result<Self, ServerError> {
-        let listener = TcpListener::bind(config.bind).await.map_err(|e| ServerError::Bind(config.bind, e))?;
-        let addr = listener.local_addr().map_err(|e| ServerError::Bind(config.bind, e))?;
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .map_err(|e| ServerError::Bind(config.bind, e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| ServerError::Bind(config.bind, e))?;
         let store = Store::new(config.resources.clone(), config.store.clone());
         let faults = Faults::new(store.clone(), config.seed);
         let config = Arc::new(config);
-        let state = AppState { store: store.clone(), faults: faults.clone(), config: config.clone() };
+        let state = AppState {
+            store: store.clone(),
+            faults: faults.clone(),
+            config: config.clone(),
+        };
         let app = Router::new().fallback(handle).with_state(state);
         let shutdown = CancellationToken::new();
-        let listener = FaultyListener { inner: listener, faults: faults.clone(), restarts: faults.restarts() };
+        let listener = FaultyListener {
+            inner: listener,
+            faults: faults.clone(),
+            restarts: faults.restarts(),
+        };
         let signal = shutdown.clone().cancelled_owned();
         tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(signal).await {
+            if let Err(e) = axum::serve(listener, app)
+                .with_graceful_shutdown(signal)
+                .await
+            {
                 tracing::warn!(error = %e, "api server stopped");
             }
         });
-        Ok(Self { addr, store, faults, shutdown, config })
+        Ok(Self {
+            addr,
+            store,
+            faults,
+            shutdown,
+            config,
+        })
     }
 
     /// The bound address.
@@ -180,7 +205,9 @@ impl ApiServer {
     /// # Errors
     /// [`ServerError::Client`] if the URL does not parse (it always does).
     pub fn kube_config(&self) -> Result<kube::Config, ServerError> {
-        let uri: http::Uri = self.url().parse().map_err(|e: http::uri::InvalidUri| ServerError::Client(kube::Error::Service(Box::new(e))))?;
+        let uri: http::Uri = self.url().parse().map_err(|e: http::uri::InvalidUri| {
+            ServerError::Client(kube::Error::Service(Box::new(e)))
+        })?;
         Ok(kube::Config::new(uri))
     }
 
@@ -242,7 +269,14 @@ impl axum::serve::Listener for FaultyListener {
                     }
                     let _ = s.set_nodelay(true);
                     let epoch = *self.restarts.borrow();
-                    return (RestartableIo { inner: s, epoch, restarts: self.restarts.clone() }, a);
+                    return (
+                        RestartableIo {
+                            inner: s,
+                            epoch,
+                            restarts: self.restarts.clone(),
+                        },
+                        a,
+                    );
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "accept failed");
@@ -275,7 +309,11 @@ fn reset() -> io::Error {
 }
 
 impl AsyncRead for RestartableIo {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         if self.broken() {
             return Poll::Ready(Err(reset()));
         }
@@ -284,7 +322,11 @@ impl AsyncRead for RestartableIo {
 }
 
 impl AsyncWrite for RestartableIo {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         if self.broken() {
             return Poll::Ready(Err(reset()));
         }
@@ -299,7 +341,11 @@ impl AsyncWrite for RestartableIo {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 
-    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         if self.broken() {
             return Poll::Ready(Err(reset()));
         }

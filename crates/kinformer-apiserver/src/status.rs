@@ -27,7 +27,13 @@ pub struct ApiError {
 impl ApiError {
     /// A new error without details.
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self { code, reason, message: message.into(), details: None, retry_after: None }
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
     }
 
     /// Attaches `details`.
@@ -44,20 +50,32 @@ impl ApiError {
 
     /// 404 NotFound for a named object: `pods "x" not found`.
     pub fn not_found(group: &str, plural: &str, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, plural)))
-            .with_details(json!({"name": name, "group": group, "kind": plural}))
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(group, plural)),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": plural}))
     }
 
     /// 404 NotFound for a path that names no resource.
     pub fn unknown_path(path: &str) -> Self {
-        Self::new(404, "NotFound", format!("the server could not find the requested resource ({path})"))
-            .with_details(json!({}))
+        Self::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({path})"),
+        )
+        .with_details(json!({}))
     }
 
     /// 409 AlreadyExists.
     pub fn already_exists(group: &str, plural: &str, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, plural)))
-            .with_details(json!({"name": name, "group": group, "kind": plural}))
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(group, plural)),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": plural}))
     }
 
     /// 409 Conflict on a stale `resourceVersion`.
@@ -76,11 +94,15 @@ impl ApiError {
 
     /// 422 Invalid with one field cause.
     pub fn invalid(kind: &str, group: &str, name: &str, field: &str, message: &str) -> Self {
-        Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {field}: {message}"))
-            .with_details(json!({
-                "name": name, "group": group, "kind": kind,
-                "causes": [{"reason": "FieldValueInvalid", "message": message, "field": field}]
-            }))
+        Self::new(
+            422,
+            "Invalid",
+            format!("{kind} \"{name}\" is invalid: {field}: {message}"),
+        )
+        .with_details(json!({
+            "name": name, "group": group, "kind": kind,
+            "causes": [{"reason": "FieldValueInvalid", "message": message, "field": field}]
+        }))
     }
 
     /// 410 Gone (reason `Expired`).
@@ -110,8 +132,12 @@ impl ApiError {
 
     /// 429 TooManyRequests with `Retry-After`.
     pub fn too_many_requests(retry_after: u32) -> Self {
-        let mut e = Self::new(429, "TooManyRequests", "the server has received too many requests and has asked us to try again later")
-            .with_details(json!({"retryAfterSeconds": retry_after}));
+        let mut e = Self::new(
+            429,
+            "TooManyRequests",
+            "the server has received too many requests and has asked us to try again later",
+        )
+        .with_details(json!({"retryAfterSeconds": retry_after}));
         e.retry_after = Some(retry_after);
         e
     }
@@ -123,17 +149,29 @@ impl ApiError {
 
     /// 405 MethodNotAllowed.
     pub fn method_not_allowed() -> Self {
-        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
     }
 
     /// 413 RequestEntityTooLarge.
     pub fn too_large(limit: usize) -> Self {
-        Self::new(413, "RequestEntityTooLarge", format!("the request body is larger than {limit} bytes"))
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("the request body is larger than {limit} bytes"),
+        )
     }
 
     /// 415 UnsupportedMediaType.
     pub fn unsupported_media_type(ct: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format: {ct}"))
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format: {ct}"),
+        )
     }
 
     /// The `Status` object as JSON.
@@ -155,7 +193,11 @@ impl ApiError {
 }
 
 fn qualified(group: &str, plural: &str) -> String {
-    if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") }
+    if group.is_empty() {
+        plural.to_string()
+    } else {
+        format!("{plural}.{group}")
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -163,9 +205,13 @@ impl IntoResponse for ApiError {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = Bytes::from(self.to_status().to_string());
         let mut resp = (code, body).into_response();
-        resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         if let Some(s) = self.retry_after {
-            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(s));
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
         }
         resp
     }

@@ -78,7 +78,10 @@ pub struct StoreConfig {
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { max_events: 100_000, max_age: Duration::from_secs(300) }
+        Self {
+            max_events: 100_000,
+            max_age: Duration::from_secs(300),
+        }
     }
 }
 
@@ -124,9 +127,12 @@ pub struct Store {
 }
 
 fn meta_mut(obj: &mut Value) -> Result<&mut Map<String, Value>, ApiError> {
-    let o = obj.as_object_mut().ok_or_else(|| ApiError::bad_request("the object must be a JSON object"))?;
+    let o = obj
+        .as_object_mut()
+        .ok_or_else(|| ApiError::bad_request("the object must be a JSON object"))?;
     let m = o.entry("metadata").or_insert_with(|| json!({}));
-    m.as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))
+    m.as_object_mut()
+        .ok_or_else(|| ApiError::bad_request("metadata must be an object"))
 }
 
 fn meta_str<'a>(obj: &'a Value, k: &str) -> Option<&'a str> {
@@ -150,7 +156,9 @@ fn has_finalizers(obj: &Value) -> bool {
 
 fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    (0..5).map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char).collect()
+    (0..5)
+        .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
+        .collect()
 }
 
 fn ser_err(e: serde_json::Error) -> ApiError {
@@ -179,7 +187,10 @@ impl Store {
     /// group/version/plural again is a no-op.
     pub fn register(&self, def: ResourceDef) {
         let mut g = self.inner.write();
-        if g.resources.iter().any(|r| r.group == def.group && r.version == def.version && r.plural == def.plural) {
+        if g.resources
+            .iter()
+            .any(|r| r.group == def.group && r.version == def.version && r.plural == def.plural)
+        {
             return;
         }
         g.resources.push(def);
@@ -236,7 +247,9 @@ impl Store {
     /// Cancel safe: it only observes.
     pub async fn wait_for_revision(&self, rev: u64, timeout: Duration) -> bool {
         let mut rx = self.subscribe();
-        tokio::time::timeout(timeout, rx.wait_for(|r| *r >= rev)).await.is_ok_and(|r| r.is_ok())
+        tokio::time::timeout(timeout, rx.wait_for(|r| *r >= rev))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// Compacts the history: drops every event at or below `rev` (capped at the current
@@ -256,7 +269,14 @@ impl Store {
         self.compact(u64::MAX)
     }
 
-    fn commit(&self, g: &mut Inner, ridx: usize, kind: EventType, object: Arc<StoredObject>, prev: Option<Arc<StoredObject>>) {
+    fn commit(
+        &self,
+        g: &mut Inner,
+        ridx: usize,
+        kind: EventType,
+        object: Arc<StoredObject>,
+        prev: Option<Arc<StoredObject>>,
+    ) {
         let key = object.key();
         match kind {
             EventType::Deleted => {
@@ -267,9 +287,20 @@ impl Store {
             }
         }
         let now = Instant::now();
-        g.history.push_back(Event { revision: g.revision, at: now, resource: ridx, kind, object, prev });
+        g.history.push_back(Event {
+            revision: g.revision,
+            at: now,
+            resource: ridx,
+            kind,
+            object,
+            prev,
+        });
         let (max_events, max_age) = (g.config.max_events, g.config.max_age);
-        while g.history.len() > max_events || g.history.front().is_some_and(|e| now.duration_since(e.at) > max_age) {
+        while g.history.len() > max_events
+            || g.history
+                .front()
+                .is_some_and(|e| now.duration_since(e.at) > max_age)
+        {
             if let Some(e) = g.history.pop_front() {
                 g.compacted = e.revision;
             }
@@ -283,16 +314,31 @@ impl Store {
     ///
     /// # Errors
     /// 400 for a malformed object or namespace mismatch, 422 without a name, 409 AlreadyExists.
-    pub fn create_at(&self, ridx: usize, namespace: Option<&str>, mut obj: Value) -> Result<Arc<StoredObject>, ApiError> {
+    pub fn create_at(
+        &self,
+        ridx: usize,
+        namespace: Option<&str>,
+        mut obj: Value,
+    ) -> Result<Arc<StoredObject>, ApiError> {
         let def = self.def(ridx)?;
         let meta = meta_mut(&mut obj)?;
         let ns = resolve_namespace(&def, namespace, meta)?;
-        let mut name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let mut name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         if name.is_empty() {
             match meta.get("generateName").and_then(Value::as_str) {
                 Some(prefix) if !prefix.is_empty() => name = format!("{prefix}{}", random_suffix()),
                 _ => {
-                    return Err(ApiError::invalid(&def.kind, &def.group, "", "metadata.name", "Required value: name or generateName is required"));
+                    return Err(ApiError::invalid(
+                        &def.kind,
+                        &def.group,
+                        "",
+                        "metadata.name",
+                        "Required value: name or generateName is required",
+                    ));
                 }
             }
         }
@@ -329,7 +375,14 @@ impl Store {
     ///
     /// # Errors
     /// 404 NotFound, 409 Conflict, 400 for name/namespace mismatches.
-    pub fn update_at(&self, ridx: usize, namespace: Option<&str>, name: &str, obj: Value, status_only: bool) -> Result<Arc<StoredObject>, ApiError> {
+    pub fn update_at(
+        &self,
+        ridx: usize,
+        namespace: Option<&str>,
+        name: &str,
+        obj: Value,
+        status_only: bool,
+    ) -> Result<Arc<StoredObject>, ApiError> {
         self.modify(ridx, namespace, name, |_| Ok(obj.clone()), status_only)
     }
 
@@ -338,7 +391,15 @@ impl Store {
     /// # Errors
     /// 404 NotFound, 422 for a patch that cannot apply, 409 Conflict on a resourceVersion
     /// precondition in the patch.
-    pub fn patch_at(&self, ridx: usize, namespace: Option<&str>, name: &str, kind: PatchType, patch: &Value, status_only: bool) -> Result<Arc<StoredObject>, ApiError> {
+    pub fn patch_at(
+        &self,
+        ridx: usize,
+        namespace: Option<&str>,
+        name: &str,
+        kind: PatchType,
+        patch: &Value,
+        status_only: bool,
+    ) -> Result<Arc<StoredObject>, ApiError> {
         self.modify(
             ridx,
             namespace,
@@ -347,13 +408,23 @@ impl Store {
                 let mut v = current;
                 match kind {
                     PatchType::Json => {
-                        let p: json_patch::Patch = serde_json::from_value(patch.clone())
-                            .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
-                        json_patch::patch(&mut v, &p).map_err(|e| ApiError::new(422, "Invalid", format!("the JSON patch could not be applied: {e}")))?;
+                        let p: json_patch::Patch =
+                            serde_json::from_value(patch.clone()).map_err(|e| {
+                                ApiError::bad_request(format!("invalid JSON patch: {e}"))
+                            })?;
+                        json_patch::patch(&mut v, &p).map_err(|e| {
+                            ApiError::new(
+                                422,
+                                "Invalid",
+                                format!("the JSON patch could not be applied: {e}"),
+                            )
+                        })?;
                     }
                     PatchType::Merge | PatchType::StrategicMerge | PatchType::Apply => {
                         if !patch.is_object() {
-                            return Err(ApiError::bad_request("a merge patch must be a JSON object"));
+                            return Err(ApiError::bad_request(
+                                "a merge patch must be a JSON object",
+                            ));
                         }
                         json_patch::merge(&mut v, patch);
                     }
@@ -364,7 +435,14 @@ impl Store {
         )
     }
 
-    fn modify(&self, ridx: usize, namespace: Option<&str>, name: &str, make: impl Fn(Value) -> Result<Value, ApiError>, status_only: bool) -> Result<Arc<StoredObject>, ApiError> {
+    fn modify(
+        &self,
+        ridx: usize,
+        namespace: Option<&str>,
+        name: &str,
+        make: impl Fn(Value) -> Result<Value, ApiError>,
+        status_only: bool,
+    ) -> Result<Arc<StoredObject>, ApiError> {
         // An unconditional write that raced with another writer is retried on the new state.
         let mut attempts = 0;
         loop {
@@ -380,11 +458,25 @@ impl Store {
         }
     }
 
-    fn try_modify(&self, ridx: usize, namespace: Option<&str>, name: &str, make: &impl Fn(Value) -> Result<Value, ApiError>, status_only: bool) -> Result<Arc<StoredObject>, Retry> {
+    fn try_modify(
+        &self,
+        ridx: usize,
+        namespace: Option<&str>,
+        name: &str,
+        make: &impl Fn(Value) -> Result<Value, ApiError>,
+        status_only: bool,
+    ) -> Result<Arc<StoredObject>, Retry> {
         let def = self.def(ridx)?;
-        let ns = if def.namespaced { namespace.unwrap_or("default").to_string() } else { String::new() };
+        let ns = if def.namespaced {
+            namespace.unwrap_or("default").to_string()
+        } else {
+            String::new()
+        };
         let key = object_key(&ns, name);
-        let old = self.inner.read().objects[ridx].get(&key).cloned().ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+        let old = self.inner.read().objects[ridx]
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
         let old_v = old.to_value().map_err(ser_err)?;
         let mut new = make(old_v.clone())?;
         {
@@ -393,9 +485,15 @@ impl Store {
             if body_name != name {
                 return Err(ApiError::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({name})")).into());
             }
-            resolve_namespace(&def, Some(&ns).filter(|_| def.namespaced).map(String::as_str), meta)?;
+            resolve_namespace(
+                &def,
+                Some(&ns).filter(|_| def.namespaced).map(String::as_str),
+                meta,
+            )?;
         }
-        let requested_rv = meta_str(&new, "resourceVersion").unwrap_or_default().to_string();
+        let requested_rv = meta_str(&new, "resourceVersion")
+            .unwrap_or_default()
+            .to_string();
         let mut out = if status_only {
             let mut o = old_v.clone();
             if let (Some(o), Some(s)) = (o.as_object_mut(), new.get("status")) {
@@ -404,13 +502,13 @@ impl Store {
             o
         } else {
             let mut n = new;
-            if def.status_subresource {
-                if let Some(o) = n.as_object_mut() {
-                    match old_v.get("status") {
-                        Some(s) => o.insert("status".into(), s.clone()),
-                        None => o.remove("status"),
-                    };
-                }
+            if def.status_subresource
+                && let Some(o) = n.as_object_mut()
+            {
+                match old_v.get("status") {
+                    Some(s) => o.insert("status".into(), s.clone()),
+                    None => o.remove("status"),
+                };
             }
             n
         };
@@ -423,7 +521,13 @@ impl Store {
             } else {
                 meta.remove("namespace");
             }
-            for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+            for k in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
                 match old_meta.get(k) {
                     Some(v) => meta.insert(k.into(), v.clone()),
                     None => meta.remove(k),
@@ -433,12 +537,20 @@ impl Store {
         }
         set_type_meta(&def, &mut out);
         if spec_part(&out) != spec_part(&old_v) {
-            let gen_ = old_v.get("metadata").and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0);
+            let gen_ = old_v
+                .get("metadata")
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
             meta_mut(&mut out)?.insert("generation".into(), json!(gen_ + 1));
         }
-        let finished_deleting = meta_str(&out, "deletionTimestamp").is_some() && !has_finalizers(&out);
+        let finished_deleting =
+            meta_str(&out, "deletionTimestamp").is_some() && !has_finalizers(&out);
         let mut g = self.inner.write();
-        let current = g.objects[ridx].get(&key).cloned().ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+        let current = g.objects[ridx]
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
         if !requested_rv.is_empty() && requested_rv != current.revision.to_string() {
             return Err(ApiError::conflict(&def.group, &def.plural, name).into());
         }
@@ -452,7 +564,11 @@ impl Store {
         set_rv(&mut out, rev)?;
         let stored = StoredObject::from_value(&out, rev).map_err(ser_err)?;
         g.revision = rev;
-        let kind = if finished_deleting { EventType::Deleted } else { EventType::Modified };
+        let kind = if finished_deleting {
+            EventType::Deleted
+        } else {
+            EventType::Modified
+        };
         self.commit(&mut g, ridx, kind, stored.clone(), Some(current));
         Ok(stored)
     }
@@ -463,22 +579,36 @@ impl Store {
     ///
     /// # Errors
     /// 404 NotFound, 409 Conflict on a failed precondition.
-    pub fn delete_at(&self, ridx: usize, namespace: Option<&str>, name: &str, precondition_rv: Option<&str>, precondition_uid: Option<&str>) -> Result<Arc<StoredObject>, ApiError> {
+    pub fn delete_at(
+        &self,
+        ridx: usize,
+        namespace: Option<&str>,
+        name: &str,
+        precondition_rv: Option<&str>,
+        precondition_uid: Option<&str>,
+    ) -> Result<Arc<StoredObject>, ApiError> {
         let def = self.def(ridx)?;
-        let ns = if def.namespaced { namespace.unwrap_or("default").to_string() } else { String::new() };
+        let ns = if def.namespaced {
+            namespace.unwrap_or("default").to_string()
+        } else {
+            String::new()
+        };
         let key = object_key(&ns, name);
         let mut g = self.inner.write();
-        let current = g.objects[ridx].get(&key).cloned().ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+        let current = g.objects[ridx]
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
         let mut v = current.to_value().map_err(ser_err)?;
-        if let Some(rv) = precondition_rv {
-            if rv != current.revision.to_string() {
-                return Err(ApiError::conflict(&def.group, &def.plural, name));
-            }
+        if let Some(rv) = precondition_rv
+            && rv != current.revision.to_string()
+        {
+            return Err(ApiError::conflict(&def.group, &def.plural, name));
         }
-        if let Some(uid) = precondition_uid {
-            if Some(uid) != meta_str(&v, "uid") {
-                return Err(ApiError::conflict(&def.group, &def.plural, name));
-            }
+        if let Some(uid) = precondition_uid
+            && Some(uid) != meta_str(&v, "uid")
+        {
+            return Err(ApiError::conflict(&def.group, &def.plural, name));
         }
         let rev = g.revision + 1;
         let kind = if has_finalizers(&v) {
@@ -500,7 +630,12 @@ impl Store {
     }
 
     /// The current version of one object.
-    pub fn get_at(&self, ridx: usize, namespace: Option<&str>, name: &str) -> Option<Arc<StoredObject>> {
+    pub fn get_at(
+        &self,
+        ridx: usize,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<StoredObject>> {
         let g = self.inner.read();
         let ns = match g.resources.get(ridx) {
             Some(d) if d.namespaced => namespace.unwrap_or("default"),
@@ -510,7 +645,12 @@ impl Store {
     }
 
     fn def(&self, ridx: usize) -> Result<ResourceDef, ApiError> {
-        self.inner.read().resources.get(ridx).cloned().ok_or_else(|| ApiError::internal("unknown resource index"))
+        self.inner
+            .read()
+            .resources
+            .get(ridx)
+            .cloned()
+            .ok_or_else(|| ApiError::internal("unknown resource index"))
     }
 
     /// Reads one page of a list.
@@ -521,9 +661,20 @@ impl Store {
     ///
     /// # Errors
     /// 410 Gone for a compacted revision, 504 for a future one.
-    pub fn list_page(&self, ridx: usize, namespace: Option<&str>, at: Option<u64>, after: Option<&str>, limit: usize, mut filter: impl FnMut(&StoredObject) -> bool) -> Result<ListPage, ApiError> {
+    pub fn list_page(
+        &self,
+        ridx: usize,
+        namespace: Option<&str>,
+        at: Option<u64>,
+        after: Option<&str>,
+        limit: usize,
+        mut filter: impl FnMut(&StoredObject) -> bool,
+    ) -> Result<ListPage, ApiError> {
         let g = self.inner.read();
-        let objects = g.objects.get(ridx).ok_or_else(|| ApiError::internal("unknown resource index"))?;
+        let objects = g
+            .objects
+            .get(ridx)
+            .ok_or_else(|| ApiError::internal("unknown resource index"))?;
         let revision = at.unwrap_or(g.revision);
         if revision > g.revision {
             return Err(ApiError::rv_too_large(revision, g.revision));
@@ -538,7 +689,9 @@ impl Store {
             let skip = (revision - g.compacted) as usize;
             for e in g.history.iter().skip(skip) {
                 if e.resource == ridx {
-                    overlay.entry(e.object.key()).or_insert_with(|| e.prev.clone());
+                    overlay
+                        .entry(e.object.key())
+                        .or_insert_with(|| e.prev.clone());
                 }
             }
         }
@@ -553,7 +706,8 @@ impl Store {
         let mut items = Vec::new();
         let mut more_after = None;
         loop {
-            let next: Option<(&String, Option<&Arc<StoredObject>>)> = match (cur.peek(), ov.peek()) {
+            let next: Option<(&String, Option<&Arc<StoredObject>>)> = match (cur.peek(), ov.peek())
+            {
                 (None, None) => None,
                 (Some(_), None) => cur.next().map(|(k2, v)| (k2, Some(v))),
                 (None, Some(_)) => ov.next().map(|(k, v)| (k, v.as_ref())),
@@ -581,7 +735,11 @@ impl Store {
                 items.push(obj.clone());
             }
         }
-        Ok(ListPage { revision, items, more_after })
+        Ok(ListPage {
+            revision,
+            items,
+            more_after,
+        })
     }
 
     /// Events after `rev` (at most `max`), in revision order.
@@ -600,7 +758,11 @@ impl Store {
     /// Every current object of a resource (all namespaces, key order) and the revision.
     pub fn snapshot_at(&self, ridx: usize) -> (u64, Vec<Arc<StoredObject>>) {
         let g = self.inner.read();
-        let items = g.objects.get(ridx).map(|m| m.values().cloned().collect()).unwrap_or_default();
+        let items = g
+            .objects
+            .get(ridx)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default();
         (g.revision, items)
     }
 
@@ -627,11 +789,18 @@ impl From<serde_json::Error> for Retry {
     }
 }
 
-fn resolve_namespace(def: &ResourceDef, url_ns: Option<&str>, meta: &mut Map<String, Value>) -> Result<String, ApiError> {
+fn resolve_namespace(
+    def: &ResourceDef,
+    url_ns: Option<&str>,
+    meta: &mut Map<String, Value>,
+) -> Result<String, ApiError> {
     if !def.namespaced {
         return Ok(String::new());
     }
-    let body_ns = meta.get("namespace").and_then(Value::as_str).filter(|s| !s.is_empty());
+    let body_ns = meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
     match (url_ns, body_ns) {
         (Some(u), Some(b)) if u != b => Err(ApiError::bad_request(
             "the namespace of the provided object does not match the namespace sent on the request",
@@ -648,11 +817,19 @@ fn validate_name(def: &ResourceDef, name: &str) -> Result<(), ApiError> {
         && !name.contains('%')
         && name != "."
         && name != ".."
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
     if ok {
         Ok(())
     } else {
-        Err(ApiError::invalid(&def.kind, &def.group, name, "metadata.name", "Invalid value: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'"))
+        Err(ApiError::invalid(
+            &def.kind,
+            &def.group,
+            name,
+            "metadata.name",
+            "Invalid value: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'",
+        ))
     }
 }
 

@@ -115,7 +115,8 @@ impl Sink {
             return false;
         }
         if self.garble_after == Some(self.sent) {
-            self.buf.put_slice(b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\x01garbled\n");
+            self.buf
+                .put_slice(b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\x01garbled\n");
             return false;
         }
         event_line(&mut self.buf, kind, &obj.bytes);
@@ -139,7 +140,14 @@ impl Sink {
 /// Dropping the future ends the stream; nothing else is affected.
 pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
     let deadline = Instant::now() + req.timeout;
-    let mut sink = Sink { tx, buf: BytesMut::with_capacity(64 * 1024), sent: 0, close_after: None, truncate_after: None, garble_after: None };
+    let mut sink = Sink {
+        tx,
+        buf: BytesMut::with_capacity(64 * 1024),
+        sent: 0,
+        close_after: None,
+        truncate_after: None,
+        garble_after: None,
+    };
     for f in &req.faults {
         match f {
             Fault::CloseWatch { after_events } => sink.close_after = Some(*after_events),
@@ -155,7 +163,9 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
     let mut cursor = match req.start {
         WatchStart::After(r) => r,
         WatchStart::Initial { end_bookmark } => {
-            let Ok(page) = req.store.list_page(req.ridx, ns, None, None, 0, |o| selects(&req.label, &req.field, o)) else {
+            let Ok(page) = req.store.list_page(req.ridx, ns, None, None, 0, |o| {
+                selects(&req.label, &req.field, o)
+            }) else {
                 return;
             };
             for o in &page.items {
@@ -195,7 +205,10 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
                     continue;
                 }
                 let now_in = selects(&req.label, &req.field, &e.object);
-                let was_in = e.prev.as_ref().is_some_and(|p| selects(&req.label, &req.field, p));
+                let was_in = e
+                    .prev
+                    .as_ref()
+                    .is_some_and(|p| selects(&req.label, &req.field, p));
                 let kind = match (e.kind, was_in, now_in) {
                     (EventType::Deleted, _, true) => "DELETED",
                     (EventType::Deleted, _, false) => continue,

@@ -1,4 +1,6 @@
 //! Faults seen through real clients: broken frames, restarts, expired tokens, random faults.
+// Helpers outside #[test] functions fail the test by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -19,17 +21,36 @@ fn cm(name: &str) -> serde_json::Value {
 async fn truncated_and_garbled_frames_end_the_stream_without_delivering_the_event() {
     let server = TestServer::start().await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client().unwrap());
-    for fault in [Fault::TruncateWatchFrame { after_events: 1 }, Fault::GarbleWatchFrame { after_events: 1 }] {
+    for fault in [
+        Fault::TruncateWatchFrame { after_events: 1 },
+        Fault::GarbleWatchFrame { after_events: 1 },
+    ] {
         server.faults().inject(fault.clone());
         let from = server.store().revision().to_string();
-        let mut w = cms.watch(&WatchParams::default().disable_bookmarks(), &from).await.unwrap().boxed();
+        let mut w = cms
+            .watch(&WatchParams::default().disable_bookmarks(), &from)
+            .await
+            .unwrap()
+            .boxed();
         let a = format!("a{}", server.store().revision());
-        server.store().create("configmaps", "default", cm(&a)).unwrap();
-        server.store().create("configmaps", "default", cm(&format!("{a}b"))).unwrap();
+        server
+            .store()
+            .create("configmaps", "default", cm(&a))
+            .unwrap();
+        server
+            .store()
+            .create("configmaps", "default", cm(&format!("{a}b")))
+            .unwrap();
         assert!(matches!(next(&mut w).await, WatchEvent::Added(_)));
         let mut saw_error = false;
-        while let Some(item) = tokio::time::timeout(Duration::from_secs(5), w.next()).await.unwrap() {
-            assert!(item.is_err(), "{fault:?}: expected a decode error, got {item:?}");
+        while let Some(item) = tokio::time::timeout(Duration::from_secs(5), w.next())
+            .await
+            .unwrap()
+        {
+            assert!(
+                item.is_err(),
+                "{fault:?}: expected a decode error, got {item:?}"
+            );
             saw_error = true;
         }
         // A half line at the end of the body may be dropped by the client's line reader; a
@@ -46,9 +67,20 @@ async fn truncated_and_garbled_frames_end_the_stream_without_delivering_the_even
 async fn a_simulated_restart_closes_watches_and_refuses_connections_for_a_while() {
     let server = TestServer::start().await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client().unwrap());
-    let mut w = cms.watch(&WatchParams::default().disable_bookmarks(), "0").await.unwrap().boxed();
-    server.faults().inject(Fault::RefuseConnections(Duration::from_millis(300)));
-    assert!(tokio::time::timeout(Duration::from_secs(5), w.next()).await.unwrap().is_none());
+    let mut w = cms
+        .watch(&WatchParams::default().disable_bookmarks(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    server
+        .faults()
+        .inject(Fault::RefuseConnections(Duration::from_millis(300)));
+    assert!(
+        tokio::time::timeout(Duration::from_secs(5), w.next())
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert!(server.faults().refusing());
     let fresh: Api<ConfigMap> = Api::default_namespaced(server.client_without_retries().unwrap());
     assert!(fresh.list(&ListParams::default()).await.is_err());
@@ -71,11 +103,23 @@ async fn expired_continue_tokens_and_delays_are_injectable() {
     let first = pods.list(&ListParams::default().limit(2)).await.unwrap();
     server.faults().inject(Fault::ExpireContinue);
     let t = first.metadata.continue_.clone().unwrap();
-    let e = pods.list(&ListParams::default().limit(2).continue_token(&t)).await.unwrap_err();
+    let e = pods
+        .list(&ListParams::default().limit(2).continue_token(&t))
+        .await
+        .unwrap_err();
     assert!(matches!(e, kube::Error::Api(s) if s.code == 410));
     // The token still works once the fault is spent.
-    assert_eq!(pods.list(&ListParams::default().limit(2).continue_token(&t)).await.unwrap().items.len(), 2);
-    server.faults().inject(Fault::Delay(Duration::from_millis(200)));
+    assert_eq!(
+        pods.list(&ListParams::default().limit(2).continue_token(&t))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    server
+        .faults()
+        .inject(Fault::Delay(Duration::from_millis(200)));
     let t0 = std::time::Instant::now();
     pods.list(&ListParams::default()).await.unwrap();
     assert!(t0.elapsed() >= Duration::from_millis(200));
@@ -88,8 +132,14 @@ async fn a_lagging_watcher_behind_compaction_gets_410() {
     server.store().create("pods", "", bench_pod(0)).unwrap();
     server.store().create("pods", "", bench_pod(1)).unwrap();
     server.store().compact_all();
-    let mut w = pods.watch(&WatchParams::default(), "1").await.unwrap().boxed();
-    assert!(matches!(next(&mut w).await, WatchEvent::Error(e) if e.code == 410 && e.reason == "Expired"));
+    let mut w = pods
+        .watch(&WatchParams::default(), "1")
+        .await
+        .unwrap()
+        .boxed();
+    assert!(
+        matches!(next(&mut w).await, WatchEvent::Error(e) if e.code == 410 && e.reason == "Expired")
+    );
 }
 
 #[tokio::test]
@@ -108,6 +158,8 @@ async fn random_faults_from_a_spec_are_seeded_and_listed() {
     assert_eq!(server.faults().injected().len() as u64, failures);
     server.faults().clear();
     cms.list(&ListParams::default()).await.unwrap();
-    server.faults().add_rule(FaultRule::once(Fault::InternalError).for_resource("pods"));
+    server
+        .faults()
+        .add_rule(FaultRule::once(Fault::InternalError).for_resource("pods"));
     cms.list(&ListParams::default()).await.unwrap();
 }

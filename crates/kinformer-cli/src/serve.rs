@@ -37,7 +37,10 @@ pub struct ServeArgs {
 
 /// Runs the server until Ctrl-C. Returns the process exit code.
 pub fn run(args: ServeArgs) -> i32 {
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -49,10 +52,17 @@ pub fn run(args: ServeArgs) -> i32 {
 
 async fn serve(args: ServeArgs) -> i32 {
     if !args.address.is_loopback() && !args.allow_remote {
-        eprintln!("error: refusing to bind {} without --allow-remote (the server has no authentication)", args.address);
+        eprintln!(
+            "error: refusing to bind {} without --allow-remote (the server has no authentication)",
+            args.address
+        );
         return 2;
     }
-    let mut config = ServerConfig { bind: SocketAddr::new(args.address, args.port), bookmark_interval: Duration::from_secs(args.bookmark_interval.max(1)), ..ServerConfig::default() };
+    let mut config = ServerConfig {
+        bind: SocketAddr::new(args.address, args.port),
+        bookmark_interval: Duration::from_secs(args.bookmark_interval.max(1)),
+        ..ServerConfig::default()
+    };
     config.store.max_events = args.history.max(1);
     let server = match ApiServer::start_with(config).await {
         Ok(s) => s,
@@ -61,11 +71,11 @@ async fn serve(args: ServeArgs) -> i32 {
             return 1;
         }
     };
-    if let Some(spec) = &args.faults {
-        if let Err(e) = server.faults().apply_spec(spec) {
-            eprintln!("error: {e}");
-            return 2;
-        }
+    if let Some(spec) = &args.faults
+        && let Err(e) = server.faults().apply_spec(spec)
+    {
+        eprintln!("error: {e}");
+        return 2;
     }
     let started = std::time::Instant::now();
     if let Err(e) = seed_bench_pods(server.store(), args.seed_pods) {
@@ -73,10 +83,17 @@ async fn serve(args: ServeArgs) -> i32 {
         return 1;
     }
     if args.seed_pods > 0 {
-        println!("seeded {} pods in {} ms", args.seed_pods, started.elapsed().as_millis());
+        println!(
+            "seeded {} pods in {} ms",
+            args.seed_pods,
+            started.elapsed().as_millis()
+        );
     }
     println!("kinformer API server listening on {}", server.url());
-    println!("use it with:  KUBECONFIG=/dev/null kubectl --server {} get pods -A", server.url());
+    println!(
+        "use it with:  KUBECONFIG=/dev/null kubectl --server {} get pods -A",
+        server.url()
+    );
     println!("or this kubeconfig:\n---\n{}---", server.kubeconfig());
     if args.churn > 0.0 && args.seed_pods > 0 {
         let store = server.store().clone();
