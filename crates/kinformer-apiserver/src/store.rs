@@ -113,7 +113,7 @@ pub struct ListPage {
 struct Inner {
     revision: u64,
     compacted: u64,
-    resources: Vec<ResourceDef>,
+    resources: Vec<Arc<ResourceDef>>,
     objects: Vec<BTreeMap<String, Arc<StoredObject>>>,
     history: VecDeque<Event>,
     config: StoreConfig,
@@ -174,7 +174,7 @@ impl Store {
             inner: Arc::new(RwLock::new(Inner {
                 revision: 0,
                 compacted: 0,
-                resources,
+                resources: resources.into_iter().map(Arc::new).collect(),
                 objects,
                 history: VecDeque::new(),
                 config,
@@ -193,13 +193,13 @@ impl Store {
         {
             return;
         }
-        g.resources.push(def);
+        g.resources.push(Arc::new(def));
         g.objects.push(BTreeMap::new());
     }
 
     /// All registered resources.
     pub fn resources(&self) -> Vec<ResourceDef> {
-        self.inner.read().resources.clone()
+        self.inner.read().resources.iter().map(|r| (**r).clone()).collect()
     }
 
     /// Resolves a resource name (`pods`, `deployments.apps`, `apps/v1/deployments`, `Deployment`).
@@ -212,7 +212,7 @@ impl Store {
             .iter()
             .enumerate()
             .find(|(_, r)| r.matches_name(name))
-            .map(|(i, r)| (i, r.clone()))
+            .map(|(i, r)| (i, (**r).clone()))
             .ok_or_else(|| ApiError::unknown_path(name))
     }
 
@@ -223,7 +223,7 @@ impl Store {
             .iter()
             .enumerate()
             .find(|(_, r)| r.group == group && r.version == version && r.plural == plural)
-            .map(|(i, r)| (i, r.clone()))
+            .map(|(i, r)| (i, (**r).clone()))
     }
 
     /// The current revision (the resourceVersion of the latest write).
@@ -644,7 +644,7 @@ impl Store {
         g.objects.get(ridx)?.get(&object_key(ns, name)).cloned()
     }
 
-    fn def(&self, ridx: usize) -> Result<ResourceDef, ApiError> {
+    fn def(&self, ridx: usize) -> Result<Arc<ResourceDef>, ApiError> {
         self.inner
             .read()
             .resources
