@@ -1,6 +1,7 @@
 //! The `kinformer` command.
 
 mod bench;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -22,6 +23,10 @@ enum Command {
         /// The workload id, e.g. W1.
         workload: String,
     },
+    /// Run the benchmark workloads.
+    Bench,
+    /// Run the embedded Kubernetes API server.
+    Serve(serve::ServeArgs),
 }
 
 fn main() {
@@ -29,5 +34,7 @@ fn main() {
     match cli.command {
         Command::Bench(args) => bench::exit_on_error(bench::run(&args)),
         Command::BenchRun { workload } => bench::exit_on_error(bench::run_one(&workload)),
+        Command::Bench => {}
+        Command::Serve(args) => std::process::exit(serve::run(args)),
     }
 }
