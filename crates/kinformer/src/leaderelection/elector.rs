@@ -295,14 +295,15 @@ impl<L: Lock> LeaderElector<L> {
         if !self.inner.config.release_on_cancel {
             return false;
         }
-        let released =
-            match tokio::time::timeout(self.inner.config.renew_deadline, self.release()).await {
-                Ok(released) => released,
-                Err(_) => {
-                    tracing::warn!(elector = %self.inner.config.name, "releasing the lease timed out");
-                    false
-                }
-            };
+        let released = match tokio::time::timeout(self.inner.config.renew_deadline, self.release())
+            .await
+        {
+            Ok(released) => released,
+            Err(_) => {
+                tracing::warn!(elector = %self.inner.config.name, "releasing the lease timed out");
+                false
+            }
+        };
         self.report_leader();
         released
     }
@@ -531,7 +532,12 @@ impl<L: Lock> LeaderElector<L> {
 
     /// When the observed lease expires by this candidate's clock.
     fn own_expiry(&self) -> Option<Instant> {
-        self.inner.observed.lock().last.as_ref().map(Observation::expiry)
+        self.inner
+            .observed
+            .lock()
+            .last
+            .as_ref()
+            .map(Observation::expiry)
     }
 
     /// Whether the last observed record names a holder other than this candidate.

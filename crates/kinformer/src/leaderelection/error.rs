@@ -16,7 +16,9 @@ pub enum LeaderElectionError {
     },
     /// `lease_duration` must exceed `renew_deadline`, or others could take over while the
     /// leader still tries to renew.
-    #[error("lease_duration ({lease_duration:?}) must be greater than renew_deadline ({renew_deadline:?})")]
+    #[error(
+        "lease_duration ({lease_duration:?}) must be greater than renew_deadline ({renew_deadline:?})"
+    )]
     LeaseDurationNotAboveRenewDeadline {
         /// The configured lease duration.
         lease_duration: Duration,
@@ -25,7 +27,9 @@ pub enum LeaderElectionError {
     },
     /// `renew_deadline` must exceed the largest jittered retry period
     /// (`JITTER_FACTOR × retry_period`), or a leader could not retry within its deadline.
-    #[error("renew_deadline ({renew_deadline:?}) must be greater than JITTER_FACTOR × retry_period ({retry_period:?})")]
+    #[error(
+        "renew_deadline ({renew_deadline:?}) must be greater than JITTER_FACTOR × retry_period ({retry_period:?})"
+    )]
     RenewDeadlineNotAboveJitteredRetry {
         /// The configured renew deadline.
         renew_deadline: Duration,

@@ -176,11 +176,10 @@ impl Lock for LeaseLock {
         record: &LeaderElectionRecord,
         expected: &RawVersion,
     ) -> Result<RawVersion, LockError> {
-        let base = self
-            .last
-            .lock()
-            .clone()
-            .filter(|lease| lease.metadata.resource_version.as_deref() == Some(expected.as_str()));
+        let base =
+            self.last.lock().clone().filter(|lease| {
+                lease.metadata.resource_version.as_deref() == Some(expected.as_str())
+            });
         let mut lease = base.unwrap_or_else(|| Lease {
             metadata: ObjectMeta {
                 name: Some(self.name.clone()),
