@@ -465,10 +465,10 @@ async fn no_two_leaders_even_when_slow_renewals_race_with_partitions() {
         for candidate in &c {
             candidate.lock.set_unavailable(false);
         }
-        if let [leader] = leaders(&c)[..] {
-            if xorshift(&mut seed) % 3 != 0 {
-                c[leader].lock.set_unavailable(true);
-            }
+        if let [leader] = leaders(&c)[..]
+            && !xorshift(&mut seed).is_multiple_of(3)
+        {
+            c[leader].lock.set_unavailable(true);
         }
         sleep(Duration::from_millis(3_000 + xorshift(&mut seed) % 30_000)).await;
         for candidate in &mut c {
