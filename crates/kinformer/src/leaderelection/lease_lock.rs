@@ -209,8 +209,126 @@ impl Lock for LeaseLock {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fake_lease_api::FakeLeaseApi;
+    use super::super::{LeaderElectionConfig, LeaderElector, StopReason};
     use super::*;
     use k8s_openapi::jiff::Timestamp;
+    use tokio_util::sync::CancellationToken;
+
+    fn record(holder: &str, transitions: u32) -> LeaderElectionRecord {
+        LeaderElectionRecord {
+            holder_identity: holder.into(),
+            lease_duration: Duration::from_secs(15),
+            acquire_time: Some(Timestamp::UNIX_EPOCH),
+            renew_time: Some(Timestamp::UNIX_EPOCH),
+            leader_transitions: transitions,
+        }
+    }
+
+    #[tokio::test]
+    async fn lease_lock_uses_resource_versions_and_maps_409_to_conflict() {
+        let server = FakeLeaseApi::default();
+        let a = LeaseLock::new(server.client(), "ns", "lock", "a");
+        let b = LeaseLock::new(server.client(), "ns", "lock", "b");
+        assert_eq!(a.describe(), "ns/lock");
+        assert_eq!((a.namespace(), a.name(), a.identity()), ("ns", "lock", "a"));
+
+        assert!(a.get().await.unwrap().is_none());
+        let v1 = a.create(&record("a", 0)).await.unwrap();
+        assert!(b.create(&record("b", 0)).await.unwrap_err().is_conflict());
+        assert_eq!(b.get().await.unwrap(), Some((record("a", 0), v1.clone())));
+
+        let v2 = a.update(&record("a", 0), &v1).await.unwrap();
+        assert_ne!(v1, v2);
+        assert!(
+            b.update(&record("b", 1), &v1)
+                .await
+                .unwrap_err()
+                .is_conflict()
+        );
+
+        // Another client labels the lease and sets a strategy: the next update keeps both.
+        server.edit("ns/lock", |lease| {
+            lease["metadata"]["labels"] = serde_json::json!({"team": "x"});
+            lease["spec"]["strategy"] = serde_json::json!("OldestEmulationVersion");
+        });
+        assert!(
+            a.update(&record("a", 0), &v2)
+                .await
+                .unwrap_err()
+                .is_conflict()
+        );
+        let (_, v3) = b.get().await.unwrap().unwrap();
+        let v4 = b.update(&record("b", 1), &v3).await.unwrap();
+        let stored = server.get("ns/lock").unwrap();
+        assert_eq!(stored["metadata"]["labels"]["team"], "x");
+        assert_eq!(stored["spec"]["strategy"], "OldestEmulationVersion");
+        assert_eq!(stored["spec"]["holderIdentity"], "b");
+        assert_eq!(stored["spec"]["leaseDurationSeconds"], 15);
+        assert_eq!(stored["spec"]["leaseTransitions"], 1);
+        assert_eq!(a.get().await.unwrap(), Some((record("b", 1), v4)));
+
+        let other = LeaseLock::new(server.client(), "ns", "other", "a");
+        assert!(matches!(
+            other.update(&record("a", 0), &v1).await,
+            Err(LockError::NotFound { .. })
+        ));
+        server.fail_next(500);
+        assert!(matches!(a.get().await, Err(LockError::Backend { .. })));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn electors_over_lease_locks_hand_over_on_release() {
+        let server = FakeLeaseApi::default();
+        let electors: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|id| {
+                let lock = LeaseLock::new(server.client(), "ns", "lock", id);
+                let mut config = LeaderElectionConfig::new(lock);
+                config.release_on_cancel = true;
+                LeaderElector::new(config).unwrap()
+            })
+            .collect();
+        let cancel_a = CancellationToken::new();
+        let run_a = tokio::spawn({
+            let (elector, cancel) = (electors[0].clone(), cancel_a.clone());
+            async move { elector.run(cancel).await }
+        });
+        electors[0]
+            .subscribe()
+            .wait_for(|s| s.leading)
+            .await
+            .unwrap();
+        let cancel_b = CancellationToken::new();
+        let run_b = tokio::spawn({
+            let (elector, cancel) = (electors[1].clone(), cancel_b.clone());
+            async move { elector.run(cancel).await }
+        });
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(electors[0].is_leader() && !electors[1].is_leader());
+        assert_eq!(electors[1].leader().as_deref(), Some("a"));
+        let requests = server.requests();
+        assert!(
+            requests > 30,
+            "renewals and polls reach the server: {requests}"
+        );
+
+        cancel_a.cancel();
+        assert_eq!(run_a.await.unwrap(), Ok(StopReason::Cancelled));
+        let released_at = tokio::time::Instant::now();
+        assert_eq!(server.get("ns/lock").unwrap()["spec"]["holderIdentity"], "");
+        electors[1]
+            .subscribe()
+            .wait_for(|s| s.leading)
+            .await
+            .unwrap();
+        assert!(released_at.elapsed() < Duration::from_secs(5));
+        let stored = server.get("ns/lock").unwrap();
+        assert_eq!(stored["spec"]["holderIdentity"], "b");
+        assert_eq!(stored["spec"]["leaseTransitions"], 1);
+        cancel_b.cancel();
+        assert_eq!(run_b.await.unwrap(), Ok(StopReason::Cancelled));
+    }
 
     #[test]
     fn a_record_survives_a_round_trip_through_a_lease_spec() {

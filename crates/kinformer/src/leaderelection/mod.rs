@@ -23,6 +23,8 @@
 mod config;
 mod elector;
 mod error;
+#[cfg(all(test, feature = "kube"))]
+mod fake_lease_api;
 mod in_memory;
 #[cfg(feature = "kube")]
 mod lease_lock;
