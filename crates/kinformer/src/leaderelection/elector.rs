@@ -381,7 +381,7 @@ impl<L: Lock> LeaderElector<L> {
     async fn try_acquire_or_renew(&self) -> bool {
         let config = &self.inner.config;
         let lock = &config.lock;
-        let now = Timestamp::now();
+        let now = wall_clock_now();
         let mut desired = LeaderElectionRecord {
             holder_identity: self.identity().to_owned(),
             lease_duration: config.lease_duration,
@@ -499,7 +499,7 @@ impl<L: Lock> LeaderElector<L> {
         if current.holder_identity != self.identity() {
             return false;
         }
-        let now = Timestamp::now();
+        let now = wall_clock_now();
         let released = LeaderElectionRecord {
             holder_identity: String::new(),
             lease_duration: RELEASED_LEASE_DURATION,
@@ -584,6 +584,13 @@ impl<L: Lock> LeaderElector<L> {
             true
         });
     }
+}
+
+/// The wall-clock time, at the microsecond precision a `Lease` stores, so that records read
+/// back equal the records written.
+fn wall_clock_now() -> Timestamp {
+    let now = Timestamp::now();
+    Timestamp::from_microsecond(now.as_microsecond()).unwrap_or(now)
 }
 
 /// `period` stretched by a random factor in `[1, 1 + JITTER_FACTOR)`.

@@ -459,8 +459,14 @@ async fn no_two_leaders_even_when_slow_renewals_race_with_partitions() {
     for candidate in &mut c {
         candidate.start();
     }
+    // KINFORMER_LONG_TESTS=1 runs a much longer schedule.
+    let rounds = if std::env::var_os("KINFORMER_LONG_TESTS").is_some() {
+        2_000
+    } else {
+        40
+    };
     let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
-    for _ in 0..40 {
+    for _ in 0..rounds {
         // Heal everyone, then often cut the current leader off for a while.
         for candidate in &c {
             candidate.lock.set_unavailable(false);
