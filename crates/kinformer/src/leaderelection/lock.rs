@@ -94,3 +94,36 @@ pub trait Lock: Send + Sync + 'static {
     /// A human-readable description of the lock (for logs), such as `namespace/name`.
     fn describe(&self) -> String;
 }
+
+/// A shared lock is a lock: lets tests and callers keep a handle on the lock an elector uses.
+impl<L: Lock> Lock for std::sync::Arc<L> {
+    fn get(
+        &self,
+    ) -> impl Future<Output = Result<Option<(LeaderElectionRecord, RawVersion)>, LockError>> + Send
+    {
+        (**self).get()
+    }
+
+    fn create(
+        &self,
+        record: &LeaderElectionRecord,
+    ) -> impl Future<Output = Result<RawVersion, LockError>> + Send {
+        (**self).create(record)
+    }
+
+    fn update(
+        &self,
+        record: &LeaderElectionRecord,
+        expected: &RawVersion,
+    ) -> impl Future<Output = Result<RawVersion, LockError>> + Send {
+        (**self).update(record, expected)
+    }
+
+    fn identity(&self) -> &str {
+        (**self).identity()
+    }
+
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+}

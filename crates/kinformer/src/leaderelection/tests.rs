@@ -702,3 +702,19 @@ fn handles_are_send_and_sync() {
     #[cfg(feature = "kube")]
     assert_send_sync::<LeaseLock>();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_shared_lock_can_be_inspected_while_an_elector_uses_it() {
+    let lock = Arc::new(InMemoryLock::new("a"));
+    let elector = LeaderElector::new(LeaderElectionConfig::new(Arc::clone(&lock))).unwrap();
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let (elector, cancel) = (elector.clone(), cancel.clone());
+        async move { elector.run(cancel).await }
+    });
+    elector.subscribe().wait_for(|s| s.leading).await.unwrap();
+    let (record, _) = lock.get().await.unwrap().unwrap();
+    assert_eq!(Some(record), elector.observed_record());
+    cancel.cancel();
+    assert_eq!(run.await.unwrap(), Ok(StopReason::Cancelled));
+}
