@@ -171,6 +171,32 @@ impl<L: Lock> LeaderElector<L> {
             })
     }
 
+    /// A health check (client-go's `HealthzAdaptor`): fails if this candidate still
+    /// considers itself leading although its lease expired more than
+    /// `max_tolerable_expired_lease` ago by its own clock, which only happens when its run is
+    /// not being polled (a blocked or starved executor). Candidates that do not lead pass.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaderElectionError::LeaseOverdue`] as described.
+    pub fn check(&self, max_tolerable_expired_lease: Duration) -> Result<(), LeaderElectionError> {
+        let observed = self.inner.observed.lock();
+        let Some(last) = observed.last.as_ref() else {
+            return Ok(());
+        };
+        if !observed.leading || last.record.holder_identity != self.identity() {
+            return Ok(());
+        }
+        let overdue = Instant::now().saturating_duration_since(last.expiry());
+        if overdue > max_tolerable_expired_lease {
+            return Err(LeaderElectionError::LeaseOverdue {
+                name: self.inner.config.name.clone(),
+                overdue,
+            });
+        }
+        Ok(())
+    }
+
     /// The holder identity last observed (client-go's `GetLeader`); `None` before the first
     /// observation or while nobody holds the lease.
     pub fn leader(&self) -> Option<String> {

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 /// Errors of [`LeaderElector`](super::LeaderElector): configuration rejected by
 /// [`LeaderElector::new`](super::LeaderElector::new), or misuse of a running elector.
-/// None of them is retryable; they report a programming or configuration mistake.
+/// None of them is retryable: they report a configuration mistake, misuse, or (for
+/// [`LeaseOverdue`](Self::LeaseOverdue)) a stuck process.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LeaderElectionError {
@@ -39,6 +40,18 @@ pub enum LeaderElectionError {
     /// The lock's identity is empty; an empty holder means "nobody holds the lease".
     #[error("the lock identity is empty")]
     EmptyIdentity,
+    /// [`check`](super::LeaderElector::check): this candidate still considers itself leading
+    /// although its lease expired longer ago than tolerated; its renew loop is stuck (for
+    /// example a blocked executor) and it should be restarted.
+    #[error(
+        "the leader elector {name:?} failed to renew its lease for {overdue:?} past its expiry"
+    )]
+    LeaseOverdue {
+        /// The elector's name.
+        name: String,
+        /// How long ago the lease expired by this candidate's clock.
+        overdue: Duration,
+    },
     /// [`run`](super::LeaderElector::run) was called while another run of the same elector
     /// is in progress.
     #[error("the leader elector {name:?} is already running")]

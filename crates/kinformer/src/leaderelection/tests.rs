@@ -718,3 +718,38 @@ async fn a_shared_lock_can_be_inspected_while_an_elector_uses_it() {
     cancel.cancel();
     assert_eq!(run.await.unwrap(), Ok(StopReason::Cancelled));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_health_check_fails_only_when_a_leader_stopped_being_polled_past_its_lease() {
+    let c = candidates(2, false);
+    let tolerance = Duration::from_secs(5);
+    assert_eq!(c[0].elector.check(tolerance), Ok(()));
+    let mut run = Box::pin(c[0].elector.run(CancellationToken::new()));
+    // One poll acquires the lease; then nobody polls the run (a stuck executor).
+    assert!(futures::poll!(run.as_mut()).is_pending());
+    assert!(c[0].elector.is_leader());
+    tokio::time::advance(LEASE + tolerance).await;
+    assert_eq!(c[0].elector.check(tolerance), Ok(()));
+    assert!(
+        !c[0].elector.is_leader(),
+        "its lease expired by its own clock"
+    );
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(matches!(
+        c[0].elector.check(tolerance),
+        Err(LeaderElectionError::LeaseOverdue { overdue, .. }) if overdue > tolerance
+    ));
+    // A follower is healthy however long ago it last saw the lease change.
+    let follower = c[1].elector.clone();
+    let cancel = CancellationToken::new();
+    let follow = tokio::spawn({
+        let cancel = cancel.clone();
+        async move { follower.run(cancel).await }
+    });
+    sleep(Duration::from_millis(1)).await;
+    assert_eq!(c[1].elector.check(tolerance), Ok(()));
+    drop(run);
+    assert_eq!(c[0].elector.check(tolerance), Ok(()));
+    cancel.cancel();
+    follow.await.unwrap().unwrap();
+}
