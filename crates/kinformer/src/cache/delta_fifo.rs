@@ -426,3 +426,300 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         DeltaFifo::len(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::super::test_util::{kinds, pod, pod_rv, rv};
+    use super::super::{DeltaType, Indexer};
+    use super::*;
+
+    async fn pop(f: &DeltaFifo<Pod>) -> Popped<Pod> {
+        f.pop_with(|p| p).await.unwrap()
+    }
+
+    fn known_with(pods: &[Arc<Pod>]) -> Arc<Indexer<Pod>> {
+        let idx = Arc::new(Indexer::default());
+        for p in pods {
+            idx.add(Arc::clone(p)).unwrap();
+        }
+        idx
+    }
+
+    fn popped_key(p: &Popped<Pod>) -> String {
+        p.deltas[0]
+            .key()
+            .and_then(|k| k.ok())
+            .map(|k| k.to_string())
+            .unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn deltas_of_one_key_accumulate_in_order() {
+        let f = DeltaFifo::new();
+        f.add(pod_rv("ns", "a", "1")).unwrap();
+        f.update(pod_rv("ns", "a", "2")).unwrap();
+        f.delete(pod_rv("ns", "a", "3")).unwrap();
+        let p = pop(&f).await;
+        assert_eq!(
+            kinds(&p.deltas),
+            [DeltaType::Added, DeltaType::Updated, DeltaType::Deleted]
+        );
+        assert_eq!(rv(p.deltas[1].object().unwrap()), "2");
+        assert!(f.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_key_keeps_its_place_while_deltas_accumulate() {
+        let f = DeltaFifo::new();
+        f.add(pod("ns", "a", &[])).unwrap();
+        f.add(pod("ns", "b", &[])).unwrap();
+        f.update(pod("ns", "a", &[])).unwrap();
+        f.add(pod("ns", "c", &[])).unwrap();
+        let order: Vec<String> = vec![
+            popped_key(&pop(&f).await),
+            popped_key(&pop(&f).await),
+            popped_key(&pop(&f).await),
+        ];
+        assert_eq!(order, ["ns/a", "ns/b", "ns/c"]);
+    }
+
+    #[tokio::test]
+    async fn delete_of_an_unknown_unqueued_key_is_ignored() {
+        let f = DeltaFifo::<Pod>::new();
+        f.delete(pod("ns", "ghost", &[])).unwrap();
+        assert!(f.is_empty());
+        // Known to the consumer: queued.
+        let known = known_with(&[pod("ns", "k", &[])]);
+        let f = DeltaFifo::new().with_known_objects(known);
+        f.delete(pod("ns", "ghost", &[])).unwrap();
+        assert!(f.is_empty());
+        f.delete(pod("ns", "k", &[])).unwrap();
+        assert_eq!(kinds(&pop(&f).await.deltas), [DeltaType::Deleted]);
+    }
+
+    #[test]
+    fn dedup_keeps_the_older_delete_unless_it_is_a_tombstone() {
+        let live = |r: &str| Delta::Deleted(DeletedObject::Live(pod_rv("ns", "a", r)));
+        let tomb = |r: &str| {
+            Delta::Deleted(DeletedObject::Tombstone(DeletedFinalStateUnknown {
+                key: ObjectKey::from("ns/a"),
+                obj: pod_rv("ns", "a", r),
+            }))
+        };
+        let mut d = vec![live("1"), tomb("2")];
+        dedup_deltas(&mut d);
+        assert_eq!(d.len(), 1);
+        assert!(!d[0].is_tombstone());
+        assert_eq!(rv(d[0].object().unwrap()), "1");
+
+        let mut d = vec![tomb("1"), live("2")];
+        dedup_deltas(&mut d);
+        assert_eq!(d.len(), 1);
+        assert!(!d[0].is_tombstone());
+        assert_eq!(rv(d[0].object().unwrap()), "2");
+
+        let mut d = vec![live("1"), live("2")];
+        dedup_deltas(&mut d);
+        assert_eq!(rv(d[0].object().unwrap()), "1");
+        assert_eq!(d.len(), 1);
+
+        // Only deletes are merged.
+        let mut d = vec![Delta::Updated(pod_rv("ns", "a", "1")), live("2")];
+        dedup_deltas(&mut d);
+        assert_eq!(d.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn replace_without_known_objects_tombstones_vanished_queued_keys() {
+        let f = DeltaFifo::new();
+        f.add(pod_rv("ns", "gone", "1")).unwrap();
+        f.update(pod_rv("ns", "gone", "2")).unwrap();
+        f.add(pod_rv("ns", "stays", "1")).unwrap();
+        f.replace(vec![pod_rv("ns", "stays", "3"), pod_rv("ns", "new", "3")], "3")
+            .unwrap();
+        let gone = pop(&f).await;
+        assert_eq!(
+            kinds(&gone.deltas),
+            [DeltaType::Added, DeltaType::Updated, DeltaType::Deleted]
+        );
+        assert!(gone.deltas[2].is_tombstone());
+        // The tombstone carries the newest queued state.
+        assert_eq!(rv(gone.deltas[2].object().unwrap()), "2");
+        let stays = pop(&f).await;
+        assert_eq!(kinds(&stays.deltas), [DeltaType::Added, DeltaType::Replaced]);
+        let new = pop(&f).await;
+        assert_eq!(kinds(&new.deltas), [DeltaType::Replaced]);
+        assert!(f.is_empty());
+    }
+
+    #[tokio::test]
+    async fn replace_with_known_objects_tombstones_known_keys_missing_from_the_list() {
+        let known = known_with(&[pod_rv("ns", "k1", "1"), pod_rv("ns", "k2", "1")]);
+        let f = DeltaFifo::new().with_known_objects(known);
+        // k2 also has a queued update: it gets exactly one tombstone, from the queue.
+        f.update(pod_rv("ns", "k2", "2")).unwrap();
+        f.replace(vec![pod_rv("ns", "x", "5")], "5").unwrap();
+        let mut by_key = HashMap::new();
+        while !f.is_empty() {
+            let p = pop(&f).await;
+            by_key.insert(popped_key(&p), p.deltas);
+        }
+        let k1 = &by_key["ns/k1"];
+        assert_eq!(kinds(k1), [DeltaType::Deleted]);
+        assert!(k1[0].is_tombstone());
+        assert_eq!(rv(k1[0].object().unwrap()), "1");
+        let k2 = &by_key["ns/k2"];
+        assert_eq!(kinds(k2), [DeltaType::Updated, DeltaType::Deleted]);
+        assert_eq!(rv(k2[1].object().unwrap()), "2");
+        assert_eq!(kinds(&by_key["ns/x"]), [DeltaType::Replaced]);
+    }
+
+    #[tokio::test]
+    async fn replace_can_emit_sync_instead_of_replaced() {
+        let f = DeltaFifo::new().with_emit_delta_type_replaced(false);
+        f.replace(vec![pod("ns", "a", &[])], "1").unwrap();
+        assert_eq!(kinds(&pop(&f).await.deltas), [DeltaType::Sync]);
+    }
+
+    #[tokio::test]
+    async fn has_synced_after_the_initial_population_is_processed() {
+        let f = DeltaFifo::new();
+        assert!(!f.has_synced());
+        f.replace(vec![pod("ns", "a", &[]), pod("ns", "b", &[])], "1")
+            .unwrap();
+        assert!(!f.has_synced());
+        let first = f
+            .pop_with(|p| (p.is_in_initial_list, f.has_synced()))
+            .await
+            .unwrap();
+        assert_eq!(first, (true, false));
+        // While the last initial item is being processed, the queue is not synced yet.
+        let second = f
+            .pop_with(|p| (p.is_in_initial_list, f.has_synced()))
+            .await
+            .unwrap();
+        assert_eq!(second, (true, false));
+        assert!(f.has_synced());
+        f.add(pod("ns", "c", &[])).unwrap();
+        assert!(!pop(&f).await.is_in_initial_list);
+        assert!(f.has_synced());
+    }
+
+    #[tokio::test]
+    async fn an_empty_initial_list_is_synced_at_once_and_adds_mark_populated() {
+        let f = DeltaFifo::<Pod>::new();
+        f.replace(Vec::new(), "1").unwrap();
+        assert!(f.has_synced());
+        let g = DeltaFifo::<Pod>::new();
+        g.add(pod("ns", "a", &[])).unwrap();
+        assert!(g.has_synced(), "populated by an add with nothing initial pending");
+    }
+
+    #[tokio::test]
+    async fn initial_population_counts_queued_deletions() {
+        let known = known_with(&[pod("ns", "old", &[])]);
+        let f = DeltaFifo::new().with_known_objects(known);
+        f.replace(vec![pod("ns", "a", &[])], "1").unwrap();
+        pop(&f).await;
+        assert!(!f.has_synced());
+        pop(&f).await;
+        assert!(f.has_synced());
+    }
+
+    #[tokio::test]
+    async fn resync_queues_sync_only_for_known_keys_with_nothing_queued() {
+        let known = known_with(&[pod_rv("ns", "a", "1"), pod_rv("ns", "b", "1")]);
+        let f = DeltaFifo::new().with_known_objects(known);
+        f.update(pod_rv("ns", "a", "2")).unwrap();
+        f.resync().unwrap();
+        let a = pop(&f).await;
+        assert_eq!(kinds(&a.deltas), [DeltaType::Updated], "update then resync: only Updated");
+        let b = pop(&f).await;
+        assert_eq!(kinds(&b.deltas), [DeltaType::Sync]);
+        assert!(f.is_empty());
+    }
+
+    #[tokio::test]
+    async fn transformer_runs_once_per_object_and_never_on_tombstones_or_syncs() {
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        let t: TransformFunc<Pod> = Arc::new(|p| {
+            CALLS.fetch_add(1, Ordering::SeqCst);
+            let mut o = (*p).clone();
+            o.metadata.annotations = Some([("t".to_string(), "1".to_string())].into());
+            Arc::new(o)
+        });
+        let known = known_with(&[pod("ns", "known", &[]), pod("ns", "k2", &[])]);
+        let f = DeltaFifo::new()
+            .with_known_objects(known)
+            .with_transformer(t);
+        f.add(pod("ns", "a", &[])).unwrap();
+        f.update(pod("ns", "a", &[])).unwrap();
+        f.delete(pod("ns", "a", &[])).unwrap();
+        assert_eq!(CALLS.load(Ordering::SeqCst), 3);
+        f.replace(vec![pod("ns", "b", &[]), pod("ns", "k2", &[])], "1")
+            .unwrap();
+        // Two listed objects; the tombstones for "a" and "known" are not transformed.
+        assert_eq!(CALLS.load(Ordering::SeqCst), 5);
+        while !f.is_empty() {
+            pop(&f).await;
+        }
+        f.resync().unwrap();
+        assert_eq!(CALLS.load(Ordering::SeqCst), 5);
+        assert!(!f.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pop_blocks_until_an_item_arrives_and_unblocks_on_close() {
+        let f = Arc::new(DeltaFifo::<Pod>::new());
+        let g = Arc::clone(&f);
+        let waiter = tokio::spawn(async move { g.pop_with(|p| p.deltas.len()).await });
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        assert!(!waiter.is_finished());
+        f.add(pod("ns", "a", &[])).unwrap();
+        assert_eq!(waiter.await.unwrap().unwrap(), 1);
+
+        let g = Arc::clone(&f);
+        let waiter = tokio::spawn(async move { g.pop_with(|_| ()).await });
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        f.close();
+        assert!(matches!(waiter.await.unwrap(), Err(CacheError::Closed)));
+        assert!(matches!(f.add(pod("ns", "b", &[])), Err(CacheError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn closed_queue_drains_before_reporting_closed() {
+        let f = DeltaFifo::<Pod>::new();
+        f.add(pod("ns", "a", &[])).unwrap();
+        f.close();
+        assert!(f.pop_with(|_| ()).await.is_ok());
+        assert!(matches!(f.pop_with(|_| ()).await, Err(CacheError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_pop_future_loses_nothing() {
+        let f = DeltaFifo::<Pod>::new();
+        {
+            let fut = f.pop_with(|_| ());
+            tokio::pin!(fut);
+            // Poll once (pending), then drop.
+            assert!(futures::poll!(fut.as_mut()).is_pending());
+        }
+        f.add(pod("ns", "a", &[])).unwrap();
+        assert_eq!(pop(&f).await.deltas.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn works_through_the_queue_trait_object() {
+        let q: Arc<dyn Queue<Pod>> = Arc::new(DeltaFifo::new());
+        q.add(pod("ns", "a", &[])).unwrap();
+        let mut got = 0;
+        q.pop(&mut |p: Popped<Pod>| got += p.deltas.len()).await.unwrap();
+        assert_eq!(got, 1);
+        q.close();
+        assert!(q.is_closed());
+    }
+}

@@ -16,6 +16,8 @@ mod real_fifo;
 mod selector;
 mod sink;
 mod store;
+#[cfg(test)]
+mod test_util;
 mod transform;
 
 pub use delta::{Delta, DeltaType};

@@ -514,3 +514,249 @@ impl<K: Resource> Indexer<K> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, OnceLock};
+
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    use super::super::test_util::pod;
+    use super::super::{
+        IndexFunc, IndexFuncError, NAMESPACE_INDEX, label_index_func, namespace_index_func,
+        strip_managed_fields_transform,
+    };
+    use super::*;
+
+    /// Indexes by the comma-separated `users` label (several values per object).
+    fn users_index() -> IndexFunc<Pod> {
+        Arc::new(|p: &Pod, out: &mut Vec<String>| {
+            if let Some(u) = p.metadata.labels.as_ref().and_then(|l| l.get("users")) {
+                out.extend(u.split('.').map(str::to_owned));
+            }
+            Ok(())
+        })
+    }
+
+    fn users_indexer() -> Indexer<Pod> {
+        Indexer::new([("by_user".to_string(), users_index())].into())
+    }
+
+    fn names(objs: Vec<Arc<Pod>>) -> Vec<String> {
+        let mut v: Vec<String> = objs
+            .iter()
+            .map(|p| p.metadata.name.clone().unwrap_or_default())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn add_get_list_delete_round_trip() {
+        let idx = Indexer::<Pod>::default();
+        idx.add(pod("ns", "a", &[])).unwrap();
+        idx.add(pod("", "cluster", &[])).unwrap();
+        assert_eq!(idx.len(), 2);
+        assert!(idx.get_by_key("ns/a").is_some());
+        assert!(idx.get_by_key("cluster").is_some());
+        assert!(idx.get(&pod("ns", "a", &[])).unwrap().is_some());
+        let mut keys: Vec<String> = idx.list_keys().iter().map(|k| k.to_string()).collect();
+        keys.sort();
+        assert_eq!(keys, ["cluster", "ns/a"]);
+        assert!(idx.delete(&pod("ns", "a", &[])).unwrap().is_some());
+        assert!(idx.delete(&pod("ns", "a", &[])).unwrap().is_none());
+        assert_eq!(idx.len(), 1);
+    }
+
+    #[test]
+    fn objects_without_a_name_are_refused_with_a_key_error() {
+        let idx = Indexer::<Pod>::default();
+        let err = idx.add(Arc::new(Pod::default())).unwrap_err();
+        assert!(matches!(err, IndexerError::Key(KeyError::MissingName)));
+        assert!(idx.is_empty());
+    }
+
+    #[test]
+    fn multi_value_index_is_updated_from_old_and_new_values() {
+        let idx = users_indexer();
+        idx.add(pod("ns", "one", &[("users", "ernie.bert")])).unwrap();
+        idx.add(pod("ns", "two", &[("users", "bert.oscar")])).unwrap();
+        idx.add(pod("ns", "tre", &[("users", "ernie.elmo")])).unwrap();
+        assert_eq!(names(idx.by_index("by_user", "ernie").unwrap()), ["one", "tre"]);
+        assert_eq!(names(idx.by_index("by_user", "bert").unwrap()), ["one", "two"]);
+
+        // "one" moves from ernie,bert to elmo: ernie keeps tre, bert keeps two.
+        idx.update(pod("ns", "one", &[("users", "elmo")])).unwrap();
+        assert_eq!(names(idx.by_index("by_user", "ernie").unwrap()), ["tre"]);
+        assert_eq!(names(idx.by_index("by_user", "bert").unwrap()), ["two"]);
+        assert_eq!(names(idx.by_index("by_user", "elmo").unwrap()), ["one", "tre"]);
+
+        // Deleting the last holder of a value removes the value.
+        idx.delete(&pod("ns", "two", &[])).unwrap();
+        let mut values = idx.list_index_func_values("by_user");
+        values.sort();
+        assert_eq!(values, ["elmo", "ernie"]);
+    }
+
+    #[test]
+    fn empty_value_sets_are_removed_on_update() {
+        let idx = users_indexer();
+        idx.add(pod("ns", "a", &[("users", "x")])).unwrap();
+        idx.update(pod("ns", "a", &[("users", "y")])).unwrap();
+        assert_eq!(idx.list_index_func_values("by_user"), ["y"]);
+        assert!(idx.by_index("by_user", "x").unwrap().is_empty());
+    }
+
+    #[test]
+    fn unknown_index_is_an_error_and_unknown_value_is_empty() {
+        let idx = users_indexer();
+        idx.add(pod("ns", "a", &[("users", "x")])).unwrap();
+        assert!(matches!(
+            idx.by_index("nope", "x"),
+            Err(IndexerError::UnknownIndex(_))
+        ));
+        assert!(idx.index_keys("nope", "x").is_err());
+        assert!(idx.index("nope", &pod("ns", "a", &[])).is_err());
+        assert!(idx.by_index("by_user", "zzz").unwrap().is_empty());
+        assert!(idx.list_index_func_values("nope").is_empty());
+    }
+
+    #[test]
+    fn index_keys_are_sorted() {
+        let idx = Indexer::<Pod>::new([(NAMESPACE_INDEX.to_string(), namespace_index_func())].into());
+        for name in ["d", "b", "a", "c"] {
+            idx.add(pod("ns", name, &[])).unwrap();
+        }
+        let keys: Vec<String> = idx
+            .index_keys(NAMESPACE_INDEX, "ns")
+            .unwrap()
+            .iter()
+            .map(|k| k.to_string())
+            .collect();
+        assert_eq!(keys, ["ns/a", "ns/b", "ns/c", "ns/d"]);
+    }
+
+    #[test]
+    fn index_returns_objects_sharing_any_value() {
+        let idx = users_indexer();
+        idx.add(pod("ns", "one", &[("users", "a.b")])).unwrap();
+        idx.add(pod("ns", "two", &[("users", "b")])).unwrap();
+        idx.add(pod("ns", "tre", &[("users", "c")])).unwrap();
+        let probe = pod("ns", "probe", &[("users", "a.b")]);
+        assert_eq!(names(idx.index("by_user", &probe).unwrap()), ["one", "two"]);
+    }
+
+    #[test]
+    fn add_indexers_back_fills_and_refuses_conflicts() {
+        let idx = Indexer::<Pod>::default();
+        idx.add(pod("ns1", "a", &[("app", "web")])).unwrap();
+        idx.add(pod("ns2", "b", &[("app", "db")])).unwrap();
+        idx.add_indexers([("app".to_string(), label_index_func("app"))].into())
+            .unwrap();
+        assert_eq!(names(idx.by_index("app", "web").unwrap()), ["a"]);
+        let err = idx
+            .add_indexers(
+                [
+                    ("app".to_string(), label_index_func("app")),
+                    ("ns".to_string(), namespace_index_func()),
+                ]
+                .into(),
+            )
+            .unwrap_err();
+        assert!(matches!(err, IndexerError::IndexerConflict(ref n) if n == "app"));
+        // Nothing of the refused set was added.
+        assert!(!idx.has_index("ns"));
+        // New writes maintain the back-filled index.
+        idx.add(pod("ns3", "c", &[("app", "web")])).unwrap();
+        assert_eq!(names(idx.by_index("app", "web").unwrap()), ["a", "c"]);
+    }
+
+    #[test]
+    fn index_function_errors_are_typed_and_leave_the_store_unchanged() {
+        let failing: IndexFunc<Pod> = Arc::new(|p: &Pod, out: &mut Vec<String>| {
+            match p.metadata.labels.as_ref().and_then(|l| l.get("v")) {
+                Some(v) => {
+                    out.push(v.clone());
+                    Ok(())
+                }
+                None => Err(IndexFuncError("no v label".into())),
+            }
+        });
+        let idx = Indexer::new([("v".to_string(), failing)].into());
+        idx.add(pod("ns", "a", &[("v", "1")])).unwrap();
+        let err = idx.update(pod("ns", "a", &[])).unwrap_err();
+        assert!(matches!(err, IndexerError::IndexFunc { ref index, .. } if index == "v"));
+        assert_eq!(names(idx.by_index("v", "1").unwrap()), ["a"]);
+        let err = idx
+            .replace(vec![pod("ns", "b", &[("v", "2")]), pod("ns", "c", &[])], "5")
+            .unwrap_err();
+        assert!(matches!(err, IndexerError::IndexFunc { .. }));
+        assert_eq!(idx.list_keys().len(), 1);
+        assert!(idx.get_by_key("ns/a").is_some());
+    }
+
+    #[test]
+    fn replace_rebuilds_items_and_indices() {
+        let idx = Indexer::<Pod>::new([("app".to_string(), label_index_func("app"))].into());
+        idx.add(pod("ns", "a", &[("app", "web")])).unwrap();
+        idx.add(pod("ns", "b", &[("app", "web")])).unwrap();
+        let old = idx
+            .replace_take_old(vec![pod("ns", "b", &[("app", "db")]), pod("ns", "c", &[])], "9")
+            .unwrap();
+        assert_eq!(old.len(), 2);
+        assert!(idx.get_by_key("ns/a").is_none());
+        assert!(idx.by_index("app", "web").unwrap().is_empty());
+        assert_eq!(names(idx.by_index("app", "db").unwrap()), ["b"]);
+        assert_eq!(idx.list_index_func_values("app"), ["db"]);
+        assert_eq!(idx.len(), 2);
+    }
+
+    #[test]
+    fn transform_runs_before_storing() {
+        let idx = Indexer::<Pod>::default().with_transform(strip_managed_fields_transform());
+        let mut p = (*pod("ns", "a", &[])).clone();
+        p.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+        let up = idx.upsert(Arc::new(p)).unwrap();
+        assert!(up.new.metadata.managed_fields.is_none());
+        let stored = idx.get_by_key("ns/a").unwrap();
+        assert!(stored.metadata.managed_fields.is_none());
+    }
+
+    #[test]
+    fn upsert_reports_the_previous_object() {
+        let idx = Indexer::<Pod>::default();
+        let first = pod("ns", "a", &[]);
+        assert!(idx.upsert(Arc::clone(&first)).unwrap().old.is_none());
+        let up = idx.upsert(pod("ns", "a", &[("x", "y")])).unwrap();
+        assert!(Arc::ptr_eq(up.old.as_ref().unwrap(), &first));
+    }
+
+    #[test]
+    fn index_functions_run_without_the_state_lock() {
+        // An index function that reads the indexer would deadlock if it ran under the lock.
+        static INDEXER: OnceLock<Arc<Indexer<Pod>>> = OnceLock::new();
+        static READS: AtomicUsize = AtomicUsize::new(0);
+        let reading: IndexFunc<Pod> = Arc::new(|_p: &Pod, out: &mut Vec<String>| {
+            if let Some(idx) = INDEXER.get() {
+                let _ = idx.list();
+                let _ = idx.by_index("r", "x");
+                READS.fetch_add(1, Ordering::SeqCst);
+            }
+            out.push("x".into());
+            Ok(())
+        });
+        let idx = INDEXER.get_or_init(|| Arc::new(Indexer::new([("r".to_string(), reading)].into())));
+        idx.add(pod("ns", "a", &[])).unwrap();
+        idx.update(pod("ns", "a", &[])).unwrap();
+        idx.delete(&pod("ns", "a", &[])).unwrap();
+        assert!(READS.load(Ordering::SeqCst) >= 3);
+    }
+
+    #[test]
+    fn indexer_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Indexer<Pod>>();
+    }
+}
