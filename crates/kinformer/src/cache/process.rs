@@ -148,3 +148,81 @@ fn apply_one<K: Resource>(
         Delta::Bookmark { .. } => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::super::test_util::{describe, pod_rv, rv};
+    use super::*;
+
+    fn run(idx: &Indexer<Pod>, deltas: Vec<Delta<Pod>>) -> Vec<Notification<Pod>> {
+        let mut seen = Vec::new();
+        process_deltas(idx, deltas, false, &mut |n| seen.push(n)).unwrap();
+        seen
+    }
+
+    #[test]
+    fn every_object_delta_is_update_or_add() {
+        let idx = Indexer::<Pod>::default();
+        for make in [Delta::Added, Delta::Updated, Delta::Replaced, Delta::Sync] {
+            let idx2 = Indexer::<Pod>::default();
+            let seen = run(&idx2, vec![make(pod_rv("ns", "a", "1"))]);
+            assert_eq!(describe(&seen[0]), "add ns/a");
+            let seen = run(&idx2, vec![make(pod_rv("ns", "a", "2"))]);
+            assert!(matches!(&seen[0], Notification::Update { old, new } if rv(old) == "1" && rv(new) == "2"));
+        }
+        assert!(idx.is_empty());
+    }
+
+    #[test]
+    fn deletes_remove_by_object_or_by_tombstone_key() {
+        let idx = Indexer::<Pod>::default();
+        idx.add(pod_rv("ns", "a", "1")).unwrap();
+        idx.add(pod_rv("ns", "b", "1")).unwrap();
+        let tomb = DeletedFinalStateUnknown {
+            key: ObjectKey::from("ns/b"),
+            obj: pod_rv("ns", "b", "0"),
+        };
+        let seen = run(
+            &idx,
+            vec![
+                Delta::Deleted(DeletedObject::Live(pod_rv("ns", "a", "2"))),
+                Delta::Deleted(DeletedObject::Tombstone(tomb)),
+            ],
+        );
+        let d: Vec<String> = seen.iter().map(describe).collect();
+        assert_eq!(d, ["delete ns/a", "tombstone ns/b"]);
+        assert!(idx.is_empty());
+    }
+
+    #[test]
+    fn a_bad_delta_is_reported_and_the_rest_of_the_batch_applied() {
+        let idx = Indexer::<Pod>::default();
+        let mut seen = Vec::new();
+        let res = process_deltas(
+            &idx,
+            vec![
+                Delta::Added(Arc::new(Pod::default())),
+                Delta::Added(pod_rv("ns", "ok", "1")),
+            ],
+            false,
+            &mut |n| seen.push(n),
+        );
+        assert!(matches!(res, Err(IndexerError::Key(_))));
+        assert_eq!(seen.len(), 1);
+        assert!(idx.get_by_key("ns/ok").is_some());
+    }
+
+    #[test]
+    fn bookmarks_change_nothing() {
+        let idx = Indexer::<Pod>::default();
+        let seen = run(
+            &idx,
+            vec![Delta::Bookmark {
+                resource_version: "3".into(),
+            }],
+        );
+        assert!(seen.is_empty());
+    }
+}

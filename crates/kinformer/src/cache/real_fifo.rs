@@ -421,3 +421,252 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for RealFifo<K> {
         RealFifo::len(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::super::test_util::{describe, kinds, pod, pod_rv, rv};
+    use super::super::{DeltaType, Indexer, Notification, process_deltas};
+    use super::*;
+
+    async fn pop(f: &RealFifo<Pod>) -> Popped<Pod> {
+        f.pop_with(|p| p).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn deltas_come_out_in_arrival_order_without_dedup() {
+        let f = RealFifo::new();
+        f.add(pod_rv("ns", "a", "1")).unwrap();
+        f.update(pod_rv("ns", "a", "2")).unwrap();
+        f.add(pod_rv("ns", "b", "1")).unwrap();
+        f.delete(pod_rv("ns", "c", "1")).unwrap();
+        f.delete(pod_rv("ns", "c", "2")).unwrap();
+        // A batch stops before a key repeats.
+        let p1 = pop(&f).await;
+        assert_eq!(kinds(&p1.deltas), [DeltaType::Added]);
+        let p2 = pop(&f).await;
+        assert_eq!(
+            kinds(&p2.deltas),
+            [DeltaType::Updated, DeltaType::Added, DeltaType::Deleted]
+        );
+        let p3 = pop(&f).await;
+        assert_eq!(kinds(&p3.deltas), [DeltaType::Deleted], "no delete dedup");
+        assert_eq!(rv(p3.deltas[0].object().unwrap()), "2");
+    }
+
+    #[tokio::test]
+    async fn batches_hold_at_most_max_batch_distinct_keys() {
+        let f = RealFifo::new();
+        for i in 0..2500 {
+            f.add(pod("ns", &format!("p{i}"), &[])).unwrap();
+        }
+        let sizes = [
+            pop(&f).await.deltas.len(),
+            pop(&f).await.deltas.len(),
+            pop(&f).await.deltas.len(),
+        ];
+        assert_eq!(sizes, [1000, 1000, 500]);
+        let g = RealFifo::new().with_max_batch(2);
+        for i in 0..3 {
+            g.add(pod("ns", &format!("p{i}"), &[])).unwrap();
+        }
+        assert_eq!(pop(&g).await.deltas.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn atomic_replace_and_resync_are_single_deltas_popped_alone() {
+        let f = RealFifo::new().with_bookmarks(true);
+        f.add(pod("ns", "a", &[])).unwrap();
+        f.replace(vec![pod("ns", "b", &[])], "7").unwrap();
+        f.add(pod("ns", "c", &[])).unwrap();
+        f.resync().unwrap();
+        f.bookmark("8").unwrap();
+        assert_eq!(kinds(&pop(&f).await.deltas), [DeltaType::Added]);
+        let r = pop(&f).await;
+        assert!(matches!(
+            &r.deltas[..],
+            [Delta::ReplacedAll { resource_version, objects }] if resource_version == "7" && objects.len() == 1
+        ));
+        assert_eq!(kinds(&pop(&f).await.deltas), [DeltaType::Added]);
+        assert_eq!(kinds(&pop(&f).await.deltas), [DeltaType::SyncAll]);
+        assert_eq!(kinds(&pop(&f).await.deltas), [DeltaType::Bookmark]);
+        assert!(f.is_empty());
+    }
+
+    #[tokio::test]
+    async fn bookmarks_are_ignored_unless_enabled() {
+        let f = RealFifo::<Pod>::new();
+        f.bookmark("5").unwrap();
+        assert!(f.is_empty());
+    }
+
+    #[tokio::test]
+    async fn atomic_replace_reconciles_deletes_first_then_list_order() {
+        let idx = Indexer::<Pod>::default();
+        idx.add(pod_rv("ns", "a", "1")).unwrap();
+        idx.add(pod_rv("ns", "b", "1")).unwrap();
+        let f = RealFifo::new();
+        f.replace(vec![pod_rv("ns", "c", "2"), pod_rv("ns", "a", "2")], "2")
+            .unwrap();
+        let p = pop(&f).await;
+        let mut seen = Vec::new();
+        process_deltas(&idx, p.deltas, p.is_in_initial_list, &mut |n| seen.push(n)).unwrap();
+        let described: Vec<String> = seen.iter().map(describe).collect();
+        assert_eq!(described, ["tombstone ns/b", "add ns/c", "update ns/a"]);
+        assert!(matches!(&seen[1], Notification::Add { is_in_initial_list: true, .. }));
+        assert!(matches!(&seen[2], Notification::Update { old, new } if rv(old) == "1" && rv(new) == "2"));
+        assert_eq!(idx.len(), 2);
+        assert!(idx.get_by_key("ns/b").is_none());
+    }
+
+    #[tokio::test]
+    async fn sync_all_updates_every_stored_object_with_itself() {
+        let idx = Indexer::<Pod>::default();
+        idx.add(pod_rv("ns", "a", "1")).unwrap();
+        idx.add(pod_rv("ns", "b", "1")).unwrap();
+        let f = RealFifo::new();
+        f.resync().unwrap();
+        let p = pop(&f).await;
+        let mut seen = Vec::new();
+        process_deltas(&idx, p.deltas, false, &mut |n| seen.push(n)).unwrap();
+        assert_eq!(seen.len(), 2);
+        for n in &seen {
+            assert!(matches!(n, Notification::Update { old, new } if Arc::ptr_eq(old, new)));
+        }
+    }
+
+    #[tokio::test]
+    async fn non_atomic_replace_tombstones_known_and_queued_keys() {
+        let known = Arc::new(Indexer::<Pod>::default());
+        known.add(pod_rv("ns", "k", "1")).unwrap();
+        known.add(pod_rv("ns", "deleted", "1")).unwrap();
+        let f = RealFifo::new()
+            .with_atomic_events(false)
+            .with_known_objects(known);
+        f.add(pod_rv("ns", "q", "1")).unwrap();
+        f.delete(pod_rv("ns", "deleted", "2")).unwrap();
+        f.replace(vec![pod_rv("ns", "x", "3")], "3").unwrap();
+        let mut all = Vec::new();
+        while !f.is_empty() {
+            all.extend(pop(&f).await.deltas);
+        }
+        let mut tombs: Vec<String> = all
+            .iter()
+            .filter(|d| d.is_tombstone())
+            .filter_map(|d| d.key().and_then(|k| k.ok()).map(|k| k.to_string()))
+            .collect();
+        tombs.sort();
+        assert_eq!(tombs, ["ns/k", "ns/q"], "the already-deleted key gets no tombstone");
+        assert!(all.iter().any(|d| d.delta_type() == DeltaType::Replaced));
+    }
+
+    #[tokio::test]
+    async fn non_atomic_resync_skips_keys_with_pending_deltas() {
+        let known = Arc::new(Indexer::<Pod>::default());
+        known.add(pod_rv("ns", "a", "1")).unwrap();
+        known.add(pod_rv("ns", "b", "1")).unwrap();
+        let f = RealFifo::new()
+            .with_atomic_events(false)
+            .with_known_objects(known);
+        f.update(pod_rv("ns", "a", "2")).unwrap();
+        f.resync().unwrap();
+        let p = pop(&f).await;
+        assert_eq!(kinds(&p.deltas), [DeltaType::Updated, DeltaType::Sync]);
+        assert_eq!(p.deltas[1].key().unwrap().unwrap().as_str(), "ns/b");
+    }
+
+    #[tokio::test]
+    async fn has_synced_after_everything_the_first_replace_queued_is_processed() {
+        let f = RealFifo::new().with_atomic_events(false);
+        assert!(!f.has_synced());
+        f.replace(vec![pod("ns", "a", &[])], "1").unwrap();
+        f.add(pod("ns", "a", &[])).unwrap();
+        f.add(pod("ns", "late", &[])).unwrap();
+        assert!(!f.has_synced());
+        let first = f
+            .pop_with(|p| (p.deltas.len(), p.is_in_initial_list, f.has_synced()))
+            .await
+            .unwrap();
+        assert_eq!(first, (1, true, false), "synced only after processing");
+        assert!(f.has_synced());
+        let rest = pop(&f).await;
+        assert_eq!((rest.deltas.len(), rest.is_in_initial_list), (2, false));
+    }
+
+    #[tokio::test]
+    async fn an_add_before_the_first_replace_marks_the_queue_populated_as_client_go() {
+        let f = RealFifo::new();
+        f.add(pod("ns", "early", &[])).unwrap();
+        f.replace(vec![pod("ns", "a", &[])], "1").unwrap();
+        assert!(f.has_synced());
+    }
+
+    #[tokio::test]
+    async fn batches_do_not_straddle_the_initial_population() {
+        let f = RealFifo::new().with_atomic_events(false);
+        f.replace(vec![pod("ns", "a", &[]), pod("ns", "b", &[])], "1")
+            .unwrap();
+        f.add(pod("ns", "c", &[])).unwrap();
+        let p = pop(&f).await;
+        assert_eq!((p.deltas.len(), p.is_in_initial_list), (2, true));
+        let p = pop(&f).await;
+        assert_eq!((p.deltas.len(), p.is_in_initial_list), (1, false));
+    }
+
+    #[tokio::test]
+    async fn transformer_runs_once_and_never_on_tombstones() {
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        let t: TransformFunc<Pod> = Arc::new(|p| {
+            CALLS.fetch_add(1, Ordering::SeqCst);
+            p
+        });
+        let known = Arc::new(Indexer::<Pod>::default());
+        known.add(pod("ns", "k", &[])).unwrap();
+        let f = RealFifo::new()
+            .with_atomic_events(false)
+            .with_known_objects(known)
+            .with_transformer(t);
+        f.add(pod("ns", "a", &[])).unwrap();
+        f.update(pod("ns", "a", &[])).unwrap();
+        f.delete(pod("ns", "a", &[])).unwrap();
+        f.replace(vec![pod("ns", "b", &[])], "1").unwrap();
+        f.resync().unwrap();
+        assert_eq!(CALLS.load(Ordering::SeqCst), 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn pop_unblocks_on_close() {
+        let f = Arc::new(RealFifo::<Pod>::new());
+        let g = Arc::clone(&f);
+        let waiter = tokio::spawn(async move { g.pop_with(|_| ()).await });
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        assert!(!waiter.is_finished());
+        f.close();
+        assert!(matches!(waiter.await.unwrap(), Err(CacheError::Closed)));
+        assert!(matches!(f.resync(), Err(CacheError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_pop_future_loses_nothing() {
+        let f = RealFifo::<Pod>::new();
+        {
+            let fut = f.pop_with(|_| ());
+            tokio::pin!(fut);
+            assert!(futures::poll!(fut.as_mut()).is_pending());
+        }
+        f.add(pod("ns", "a", &[])).unwrap();
+        assert_eq!(pop(&f).await.deltas.len(), 1);
+    }
+
+    #[test]
+    fn queues_are_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<RealFifo<Pod>>();
+        check::<DeltaFifo<Pod>>();
+    }
+
+    use super::super::DeltaFifo;
+}
