@@ -114,3 +114,40 @@ impl<K: Resource> NamespaceLister<K> {
         self.indexer.get_by_key(key.as_str())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::super::test_util::pod;
+    use super::super::namespace_index_func;
+    use super::*;
+
+    fn fill(idx: &Indexer<Pod>) {
+        idx.add(pod("a", "web-0", &[("app", "web")])).unwrap();
+        idx.add(pod("a", "db-0", &[("app", "db")])).unwrap();
+        idx.add(pod("b", "web-0", &[("app", "web")])).unwrap();
+        idx.add(pod("", "node-1", &[])).unwrap();
+    }
+
+    #[test]
+    fn namespaced_lists_use_or_emulate_the_namespace_index() {
+        let with = Arc::new(Indexer::<Pod>::new(
+            [(NAMESPACE_INDEX.to_string(), namespace_index_func())].into(),
+        ));
+        let without = Arc::new(Indexer::<Pod>::default());
+        for idx in [with, without] {
+            fill(&idx);
+            let lister = Lister::new(idx);
+            let web = Selector::parse("app=web").unwrap();
+            assert_eq!(lister.list(&web).len(), 2);
+            assert_eq!(lister.list(&Selector::everything()).len(), 4);
+            assert_eq!(lister.namespaced("a").list(&Selector::everything()).len(), 2);
+            assert_eq!(lister.namespaced("a").list(&web).len(), 1);
+            assert!(lister.namespaced("b").get("web-0").is_some());
+            assert!(lister.namespaced("b").get("db-0").is_none());
+            assert!(lister.get("node-1").is_some());
+            assert!(lister.get("web-0").is_none());
+        }
+    }
+}

@@ -284,3 +284,89 @@ impl fmt::Display for Selector {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn parses_every_operator() {
+        let s = Selector::parse("a=1, b==2,c!=3, d in (x, y), e notin (z), f, !g").unwrap();
+        let ops: Vec<Operator> = s.requirements().iter().map(|r| r.operator).collect();
+        assert_eq!(
+            ops,
+            [
+                Operator::Equals,
+                Operator::Equals,
+                Operator::NotEquals,
+                Operator::In,
+                Operator::NotIn,
+                Operator::Exists,
+                Operator::DoesNotExist
+            ]
+        );
+        assert_eq!(s.requirements()[3].values, ["x", "y"]);
+    }
+
+    #[test]
+    fn matching_follows_kubernetes_semantics() {
+        let l = labels(&[("app", "web"), ("tier", "fe")]);
+        let m = |s: &str| Selector::parse(s).unwrap().matches(Some(&l));
+        assert!(m("app=web"));
+        assert!(!m("app=db"));
+        assert!(m("app!=db"));
+        assert!(m("missing!=x"), "!= matches when the label is absent");
+        assert!(m("app in (db, web)"));
+        assert!(!m("app notin (web)"));
+        assert!(m("missing notin (web)"));
+        assert!(m("tier"));
+        assert!(!m("!tier"));
+        assert!(m("!missing"));
+        assert!(m("app=web,tier=fe"));
+        assert!(!m("app=web,tier=be"));
+        assert!(m(""));
+        assert!(!Selector::parse("app").unwrap().matches(None));
+    }
+
+    #[test]
+    fn bad_syntax_is_a_typed_error() {
+        assert!(matches!(
+            Selector::parse("a=1,,b=2"),
+            Err(SelectorParseError::EmptyRequirement(_))
+        ));
+        assert!(matches!(
+            Selector::parse("a in (x"),
+            Err(SelectorParseError::BadSet(_))
+        ));
+        assert!(matches!(
+            Selector::parse("a in x"),
+            Err(SelectorParseError::BadSet(_))
+        ));
+        assert!(matches!(
+            Selector::parse("a within (x)"),
+            Err(SelectorParseError::BadSet(_))
+        ));
+        assert!(matches!(
+            Selector::parse("=x"),
+            Err(SelectorParseError::InvalidKey(_))
+        ));
+        assert!(matches!(
+            Selector::parse("a=b c"),
+            Err(SelectorParseError::InvalidValue(_))
+        ));
+        assert!(Selector::parse("example.com/app=web").is_ok());
+    }
+
+    #[test]
+    fn display_round_trips() {
+        let s = Selector::parse("a=1,b!=2,c in (y,x),!d,e").unwrap();
+        assert_eq!(Selector::parse(&s.to_string()).unwrap(), s);
+    }
+}
