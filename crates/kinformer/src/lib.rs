@@ -13,5 +13,7 @@
 //! to handlers, and handlers enqueue keys on a `workqueue` that workers drain.
 
 pub mod cache;
+#[cfg(feature = "kube")]
+pub mod kube;
 pub mod wait;
 pub mod workqueue;

@@ -5,10 +5,14 @@
 
 mod cache_sync;
 mod error;
+mod fake_listwatch;
 mod handler;
+pub mod listwatch;
 mod notification;
 mod object;
+mod pager;
 mod processor;
+pub mod reflector;
 mod sink;
 mod synctrack;
 
@@ -30,14 +34,20 @@ mod transform;
 
 pub use delta::{Delta, DeltaType};
 pub use delta_fifo::DeltaFifo;
+pub use fake_listwatch::{FakeListerWatcher, WatchStep};
 pub use index::{
     IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };
 pub use lister::{Lister, NamespaceLister};
+pub use listwatch::{
+    ApiStatus, Bookmark, DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList,
+    ResourceVersionMatch, Selectors, WatchEvent, WatchOptions, WatchStream,
+};
 pub use notification::Notification;
 pub use object::{
     DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey, meta_namespace_key, split_key,
 };
+pub use pager::{DEFAULT_PAGE_SIZE, ListPager, PagedList};
 pub use process::process_deltas;
 pub use processor::{
     HandlerResync, INITIAL_BUFFER_SIZE, MINIMUM_RESYNC_PERIOD, ProcessorError, ProcessorListener,
@@ -46,6 +56,7 @@ pub use processor::{
 };
 pub use queue::{KnownObjects, PopFuture, Popped, ProcessFn, Queue};
 pub use real_fifo::{DEFAULT_MAX_BATCH, RealFifo};
+pub use reflector::{Reflector, ReflectorError, ReflectorOptions};
 pub use selector::{Operator, Requirement, Selector, SelectorParseError};
 pub use sink::ReflectorSink;
 pub use store::{Indexer, IndexerError, Upserted};

@@ -1,0 +1,80 @@
+//! The source a reflector reads from: list (paged) and watch (a stream of events).
+//!
+//! - [`ListerWatcher`] is the two-method trait; [`KubeListerWatcher`](crate::kube::KubeListerWatcher)
+//!   implements it over the `kube` client and [`FakeListerWatcher`](super::FakeListerWatcher)
+//!   in memory.
+//! - [`ListOptions`] / [`WatchOptions`] carry exactly what the API server accepts.
+//! - [`ListWatchError`] keeps the HTTP code, status reason and causes and Retry-After, so that the
+//!   reflector can tell a compacted version (relist) from throttling (back off) from a broken
+//!   object (skip).
+
+mod error;
+mod event;
+mod options;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+
+pub use error::{
+    ApiStatus, CAUSE_RESOURCE_VERSION_TOO_LARGE, DecodeError, ListWatchError, StatusCause,
+    TransportErrorKind,
+};
+pub use event::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, ObjectList, WatchEvent};
+pub use options::{ListOptions, ResourceVersionMatch, Selectors, WatchOptions};
+
+/// A watch: events in order until the server closes the stream (`None`), or an error item.
+///
+/// An `Err(ListWatchError::Decode(_))` item reports one undecodable object and the stream goes
+/// on; any other `Err` item ends the watch.
+pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>;
+
+/// Lists and watches one kind of object: client-go's `ListerWatcher`.
+///
+/// Implementations perform exactly one request per call; paging, retries and resource-version
+/// bookkeeping belong to the [`Reflector`](super::Reflector) and the [`ListPager`](super::ListPager).
+pub trait ListerWatcher<K>: Send + Sync + 'static {
+    /// Lists one page.
+    ///
+    /// # Errors
+    /// The server's failed status ([`ListWatchError::Api`]), a transport failure, or an invalid
+    /// request. Undecodable items are not errors: they come back in
+    /// [`ObjectList::undecodable`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the request; nothing is lost but the page.
+    fn list(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send;
+
+    /// Starts a watch.
+    ///
+    /// # Errors
+    /// Failures to start (429, connection refused, 410 for a compacted version on some servers).
+    /// Errors after the start arrive as stream items or `ERROR` events.
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the request; dropping the stream closes the watch.
+    fn watch(
+        &self,
+        options: &WatchOptions,
+    ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send;
+}
+
+impl<K, L: ListerWatcher<K>> ListerWatcher<K> for Arc<L> {
+    fn list(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
+        (**self).list(options)
+    }
+
+    fn watch(
+        &self,
+        options: &WatchOptions,
+    ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
+        (**self).watch(options)
+    }
+}

@@ -1,0 +1,59 @@
+//! Errors the reflector reports (it never returns them from `run`: it retries).
+
+use std::time::Duration;
+
+use super::super::CacheError;
+use super::super::listwatch::{DecodeError, ListWatchError};
+
+/// Something that went wrong while reflecting, as passed to the watch-error handler and
+/// logged with `tracing`.
+///
+/// Retryability: every variant except [`AlreadyRunning`](Self::AlreadyRunning) is handled by
+/// the reflector itself (skip, back off, re-watch or relist); the handler is for observation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReflectorError {
+    /// A list failed (the reflector backs off and lists again, or relists from `""` at once
+    /// after a 410 / too-large version).
+    #[error("list failed: {0}")]
+    List(ListWatchError),
+    /// A watch could not be started (429 / connection refused: back off and re-watch; else
+    /// back off and relist).
+    #[error("watch failed to start: {0}")]
+    WatchStart(ListWatchError),
+    /// An open watch ended with an error or an `ERROR` event.
+    #[error("watch ended with error: {0}")]
+    Watch(ListWatchError),
+    /// A watch closed within a second without any event (back off and relist).
+    #[error("very short watch: closed after {elapsed:?} without events")]
+    VeryShortWatch {
+        /// How long it lasted.
+        elapsed: Duration,
+    },
+    /// A watch-list failed before its end bookmark (falls back to list + watch, or retries).
+    #[error("watch-list failed: {0}")]
+    WatchList(ListWatchError),
+    /// A watch-list stream closed before its end bookmark.
+    #[error("watch-list closed before the initial-events-end bookmark")]
+    WatchListIncomplete,
+    /// An object could not be decoded; it was skipped.
+    #[error("skipped undecodable object: {0}")]
+    Undecodable(DecodeError),
+    /// An object without a name (no key); it was skipped.
+    #[error("skipped {event} object without a name")]
+    MissingName {
+        /// The event type (`ADDED`, ...) or `LIST`.
+        event: &'static str,
+    },
+    /// The sink refused a write.
+    #[error("sink rejected {operation}: {source}")]
+    Sink {
+        /// `add`, `update`, `delete`, `replace`, `resync` or `bookmark`.
+        operation: &'static str,
+        /// The sink's error.
+        source: CacheError,
+    },
+    /// `run` was called while another `run` of the same reflector is active.
+    #[error("reflector is already running")]
+    AlreadyRunning,
+}

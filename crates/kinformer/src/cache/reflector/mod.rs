@@ -1,0 +1,632 @@
+//! The reflector: keeps a [`ReflectorSink`] in step with the API server by list & watch.
+//!
+//! - **Resource versions** as client-go: the first list at `"0"` (served from the watch cache),
+//!   relists at the last synced version, `""` (a consistent read) after a 410 Expired/Gone or a
+//!   too-large version; watches from the last synced version, which every event and bookmark
+//!   advances.
+//! - **Paging**: pages of 500 by default, unpaginated at a specific version unless the server
+//!   paged an earlier `"0"` list; an explicit page size wins.
+//! - **Watches** ask for bookmarks and a `timeoutSeconds` uniform in `[min, 2·min)` (min 5 min).
+//!   A clean close re-watches without a relist; a watch closed within 1 s without events, an
+//!   `ERROR` event or a stream error relists after a backoff; 429 and connection refused back
+//!   off (honouring Retry-After) and re-watch.
+//! - **Backoff** between attempts and on throttling: 800 ms doubling to 30 s, jitter 1.0, reset
+//!   after 2 min of quiet (replaceable for tests).
+//! - **Watch-list** (`sendInitialEvents`), on by default: the initial state streams into a
+//!   temporary store and is replaced at the end bookmark; any failure other than 429 or an
+//!   expired version falls back to list + watch for that attempt.
+//! - **Resync**: during the watch phase, `sink.resync()` every resync period (0 = off).
+//! - Undecodable objects and objects without a name are skipped and reported, never fatal.
+//!
+//! The decisions live in the pure state machine [`ReflectorMachine`]; [`Reflector::run`]
+//! performs its actions.
+
+mod error;
+mod state;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube_core::Resource;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+pub use error::ReflectorError;
+pub use state::{
+    Action, ErrorClass, Input, Phase, ReflectorMachine, Resume, WatchEnd, watch_timeout,
+};
+
+use super::ReflectorSink;
+use super::listwatch::{
+    ListOptions, ListWatchError, ListerWatcher, Selectors, WatchEvent, WatchOptions, WatchStream,
+};
+use super::object::{ObjectKey, meta_namespace_key};
+use super::pager::{ListPager, PagedList};
+use crate::wait::{BackoffManager, ExponentialBackoffManager};
+
+/// client-go's minimum watch timeout; the actual one is uniform in `[min, 2·min)`.
+pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// A watch that closes sooner than this without any event counts as an error.
+const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
+
+/// Called with every error the reflector meets (after logging it).
+pub type WatchErrorHandler = Box<dyn Fn(&ReflectorError) + Send + Sync>;
+
+/// Asked before each periodic resync; `false` skips that resync.
+pub type ShouldResync = Box<dyn Fn() -> bool + Send + Sync>;
+
+/// Settings of a [`Reflector`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReflectorOptions {
+    /// Name used in logs and traces.
+    pub name: String,
+    /// How often to call [`ReflectorSink::resync`] while watching; zero disables resync.
+    pub resync_period: Duration,
+    /// Minimum watch timeout; values below 5 minutes are raised to 5 minutes.
+    pub min_watch_timeout: Duration,
+    /// Explicit list page size (client-go's `WatchListPageSize`); `None` or 0 applies the
+    /// client-go rules.
+    pub page_size: Option<u32>,
+    /// Try watch-list (`sendInitialEvents`) before list + watch; falls back on error.
+    pub use_watch_list: bool,
+    /// Label and field selectors for every list and watch.
+    pub selectors: Selectors,
+}
+
+impl Default for ReflectorOptions {
+    fn default() -> Self {
+        Self {
+            name: "reflector".to_owned(),
+            resync_period: Duration::ZERO,
+            min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
+            page_size: None,
+            use_watch_list: true,
+            selectors: Selectors::default(),
+        }
+    }
+}
+
+/// client-go's reflector backoff: 800 ms initial, ×2, cap 30 s, reset after 2 min, jitter 1.0.
+pub fn default_backoff_manager() -> Box<dyn BackoffManager> {
+    let m = ExponentialBackoffManager::new(
+        Duration::from_millis(800),
+        Duration::from_secs(30),
+        Duration::from_secs(120),
+        2.0,
+        1.0,
+    );
+    match m {
+        Ok(m) => Box::new(m),
+        // Unreachable: the factor and jitter above are finite and non-negative. Stay safe
+        // anyway with a constant one-second delay.
+        Err(_) => Box::new(FixedBackoff(Duration::from_secs(1))),
+    }
+}
+
+#[derive(Debug)]
+struct FixedBackoff(Duration);
+
+impl BackoffManager for FixedBackoff {
+    fn backoff(&mut self) -> Duration {
+        self.0
+    }
+}
+
+/// Lists and watches one kind of object and writes the changes into a [`ReflectorSink`].
+///
+/// # Contract
+/// - Per object, the sink sees the changes in the order the server made them; nothing is
+///   promised across objects.
+/// - The sink converges to the server's state (eventual consistency): after a relist, objects
+///   deleted meanwhile are removed by `replace`, which turns them into tombstones.
+/// - A delete carries the object's final state as the server sent it.
+/// - Every sink call is synchronous and must return quickly.
+/// - [`run`](Self::run) never gives up: errors are reported (tracing and the watch-error
+///   handler) and retried.
+///
+/// # Example
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kinformer::cache::{CacheError, FakeListerWatcher, Reflector, ReflectorOptions, ReflectorSink};
+/// use kube_core::ObjectMeta;
+/// use parking_lot::Mutex;
+/// use tokio_util::sync::CancellationToken;
+///
+/// #[derive(Default)]
+/// struct Names(Mutex<Vec<String>>);
+/// impl ReflectorSink<ConfigMap> for Names {
+///     fn add(&self, o: Arc<ConfigMap>) -> Result<(), CacheError> { self.0.lock().push(o.metadata.name.clone().unwrap_or_default()); Ok(()) }
+///     fn update(&self, _: Arc<ConfigMap>) -> Result<(), CacheError> { Ok(()) }
+///     fn delete(&self, _: Arc<ConfigMap>) -> Result<(), CacheError> { Ok(()) }
+///     fn replace(&self, objs: Vec<Arc<ConfigMap>>, _: &str) -> Result<(), CacheError> {
+///         self.0.lock().extend(objs.iter().map(|o| o.metadata.name.clone().unwrap_or_default())); Ok(())
+///     }
+///     fn resync(&self) -> Result<(), CacheError> { Ok(()) }
+/// }
+///
+/// let cm = |name: &str| ConfigMap {
+///     metadata: ObjectMeta { name: Some(name.into()), namespace: Some("ns".into()), ..Default::default() },
+///     ..Default::default()
+/// };
+/// let lw = FakeListerWatcher::new();
+/// lw.add(cm("a")).unwrap();
+/// let sink = Arc::new(Names::default());
+/// let reflector = Arc::new(Reflector::new(lw.clone(), sink.clone(), ReflectorOptions::default()));
+/// let cancel = CancellationToken::new();
+/// let task = tokio::spawn({
+///     let (r, c) = (reflector.clone(), cancel.clone());
+///     async move { r.run(c).await }
+/// });
+/// tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+/// lw.add(cm("b")).unwrap();
+/// tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+/// assert_eq!(*sink.0.lock(), ["a", "b"]);
+/// assert_eq!(reflector.last_sync_resource_version(), "2");
+/// cancel.cancel();
+/// task.await.unwrap().unwrap();
+/// # });
+/// ```
+pub struct Reflector<K, L> {
+    name: String,
+    lw: L,
+    sink: Arc<dyn ReflectorSink<K>>,
+    resync_period: Duration,
+    min_watch_timeout: Duration,
+    machine: Mutex<ReflectorMachine>,
+    backoff: Mutex<Box<dyn BackoffManager>>,
+    error_handler: Option<WatchErrorHandler>,
+    should_resync: Option<ShouldResync>,
+    running: AtomicBool,
+}
+
+impl<K, L> fmt::Debug for Reflector<K, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reflector")
+            .field("name", &self.name)
+            .field("resync_period", &self.resync_period)
+            .field("min_watch_timeout", &self.min_watch_timeout)
+            .field("machine", &*self.machine.lock())
+            .field("running", &self.running.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Clears the running flag when `run` returns or is dropped.
+struct RunningGuard<'a>(&'a AtomicBool);
+
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl<K, L> Reflector<K, L>
+where
+    K: Resource + Send + Sync + 'static,
+    L: ListerWatcher<K>,
+{
+    /// A reflector reading from `lw` and writing into `sink`, with client-go's default backoff.
+    pub fn new(lw: L, sink: Arc<dyn ReflectorSink<K>>, options: ReflectorOptions) -> Self {
+        let machine =
+            ReflectorMachine::new(options.page_size, options.use_watch_list, options.selectors);
+        Self {
+            name: options.name,
+            lw,
+            sink,
+            resync_period: options.resync_period,
+            min_watch_timeout: options.min_watch_timeout.max(DEFAULT_MIN_WATCH_TIMEOUT),
+            machine: Mutex::new(machine),
+            backoff: Mutex::new(default_backoff_manager()),
+            error_handler: None,
+            should_resync: None,
+            running: AtomicBool::new(false),
+        }
+    }
+
+    /// Replaces the backoff manager (one manager paces both attempts and throttled re-watches).
+    #[must_use]
+    pub fn with_backoff_manager(mut self, manager: Box<dyn BackoffManager>) -> Self {
+        self.backoff = Mutex::new(manager);
+        self
+    }
+
+    /// Installs a handler called with every error, after it is logged.
+    #[must_use]
+    pub fn with_watch_error_handler(
+        mut self,
+        handler: impl Fn(&ReflectorError) + Send + Sync + 'static,
+    ) -> Self {
+        self.error_handler = Some(Box::new(handler));
+        self
+    }
+
+    /// Installs a check asked before each periodic resync.
+    #[must_use]
+    pub fn with_should_resync(mut self, should: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        self.should_resync = Some(Box::new(should));
+        self
+    }
+
+    /// The reflector's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The resource version last synced: from a list, a watch-list's end bookmark, or the last
+    /// watch event or bookmark. Empty before the first sync.
+    pub fn last_sync_resource_version(&self) -> String {
+        self.machine.lock().last_sync_resource_version().to_owned()
+    }
+
+    /// True after a 410 / too-large failure until the next successful list.
+    pub fn is_last_sync_resource_version_unavailable(&self) -> bool {
+        self.machine
+            .lock()
+            .is_last_sync_resource_version_unavailable()
+    }
+
+    /// Lists and watches until `cancel` fires, retrying every failure.
+    ///
+    /// # Errors
+    /// [`ReflectorError::AlreadyRunning`] if another `run` of this reflector is active;
+    /// otherwise it returns `Ok(())` once cancelled.
+    ///
+    /// # Cancel safety
+    /// Cancel through the token: `run` returns at its next await point without further sink
+    /// writes. Dropping the future is also safe (the open request or watch is dropped; the
+    /// sink keeps what it was given).
+    pub async fn run(&self, cancel: CancellationToken) -> Result<(), ReflectorError> {
+        if self.running.swap(true, Ordering::AcqRel) {
+            return Err(ReflectorError::AlreadyRunning);
+        }
+        let _guard = RunningGuard(&self.running);
+        info!(reflector = %self.name, "starting reflector");
+        let mut action = self.transition(Input::Start);
+        let mut stream: Option<WatchStream<K>> = None;
+        let mut resync_at: Option<Instant> = None;
+        loop {
+            let input = match action {
+                Action::List(options) => {
+                    resync_at = None;
+                    stream = None;
+                    match self.list(options, &cancel).await {
+                        Some(input) => input,
+                        None => break,
+                    }
+                }
+                Action::WatchList(options) => {
+                    resync_at = None;
+                    match self.watch_list(options, &cancel).await {
+                        Some((input, s)) => {
+                            stream = s;
+                            input
+                        }
+                        None => break,
+                    }
+                }
+                Action::Watch(mut options) => {
+                    options.timeout = Some(watch_timeout(self.min_watch_timeout, rand::random()));
+                    let start = Instant::now();
+                    let started = tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => break,
+                        r = self.lw.watch(&options) => r,
+                    };
+                    match started {
+                        Err(e) => {
+                            let class = ErrorClass::of(&e);
+                            self.report(ReflectorError::WatchStart(e));
+                            Input::WatchFailedToStart(class)
+                        }
+                        Ok(s) => {
+                            debug!(reflector = %self.name, ?options, "watch started");
+                            self.arm_resync(&mut resync_at);
+                            match self.handle_watch(s, start, &mut resync_at, &cancel).await {
+                                Some(end) => Input::WatchEnded(end),
+                                None => break,
+                            }
+                        }
+                    }
+                }
+                Action::KeepWatching => match stream.take() {
+                    Some(s) => {
+                        self.arm_resync(&mut resync_at);
+                        match self
+                            .handle_watch(s, Instant::now(), &mut resync_at, &cancel)
+                            .await
+                        {
+                            Some(end) => Input::WatchEnded(end),
+                            None => break,
+                        }
+                    }
+                    None => {
+                        Input::WatchEnded(WatchEnd::Failed(ErrorClass::Other { retry_after: None }))
+                    }
+                },
+                Action::Backoff { retry_after } => {
+                    let step = self.backoff.lock().backoff();
+                    let delay = retry_after.map_or(step, |ra| ra.max(step));
+                    debug!(reflector = %self.name, ?delay, "backing off");
+                    tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => break,
+                        () = tokio::time::sleep(delay) => Input::BackoffElapsed,
+                    }
+                }
+            };
+            action = self.transition(input);
+        }
+        info!(reflector = %self.name, "reflector stopped");
+        Ok(())
+    }
+
+    fn transition(&self, input: Input) -> Action {
+        let mut machine = self.machine.lock();
+        let action = machine.step(input.clone());
+        debug!(
+            reflector = %self.name,
+            ?input,
+            ?action,
+            last_sync_resource_version = machine.last_sync_resource_version(),
+            "reflector transition"
+        );
+        action
+    }
+
+    fn report(&self, err: ReflectorError) {
+        warn!(reflector = %self.name, error = %err, "reflector error");
+        if let Some(h) = &self.error_handler {
+            h(&err);
+        }
+    }
+
+    fn arm_resync(&self, resync_at: &mut Option<Instant>) {
+        if !self.resync_period.is_zero() && resync_at.is_none() {
+            *resync_at = Some(Instant::now() + self.resync_period);
+        }
+    }
+
+    fn has_key(&self, obj: &K, event: &'static str) -> Option<ObjectKey> {
+        match meta_namespace_key(obj) {
+            Ok(k) => Some(k),
+            Err(_) => {
+                self.report(ReflectorError::MissingName { event });
+                None
+            }
+        }
+    }
+
+    async fn list(&self, options: ListOptions, cancel: &CancellationToken) -> Option<Input> {
+        let pager = ListPager::new(options.limit.unwrap_or(0));
+        debug!(reflector = %self.name, ?options, "listing");
+        let result = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return None,
+            r = pager.list(&self.lw, options) => r,
+        };
+        let PagedList { list, paginated } = match result {
+            Ok(p) => p,
+            Err(e) => {
+                let class = ErrorClass::of(&e);
+                self.report(ReflectorError::List(e));
+                return Some(Input::ListFailed(class));
+            }
+        };
+        for d in list.undecodable {
+            self.report(ReflectorError::Undecodable(d));
+        }
+        let mut items = list.items;
+        items.retain(|o| self.has_key(o, "LIST").is_some());
+        let count = items.len();
+        if let Err(source) = self.sink.replace(items, &list.resource_version) {
+            self.report(ReflectorError::Sink {
+                operation: "replace",
+                source,
+            });
+            return Some(Input::ListFailed(ErrorClass::Other { retry_after: None }));
+        }
+        info!(
+            reflector = %self.name,
+            count,
+            resource_version = %list.resource_version,
+            paginated,
+            "listed"
+        );
+        Some(Input::ListSucceeded {
+            resource_version: list.resource_version,
+            paginated,
+        })
+    }
+
+    async fn watch_list(
+        &self,
+        mut options: WatchOptions,
+        cancel: &CancellationToken,
+    ) -> Option<(Input, Option<WatchStream<K>>)> {
+        options.timeout = Some(watch_timeout(self.min_watch_timeout, rand::random()));
+        debug!(reflector = %self.name, ?options, "starting watch-list");
+        let started = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return None,
+            r = self.lw.watch(&options) => r,
+        };
+        let fail = |e: ListWatchError| {
+            let class = ErrorClass::of(&e);
+            self.report(ReflectorError::WatchList(e));
+            Some((Input::WatchListFailed(class), None))
+        };
+        let mut s = match started {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        };
+        // The temporary store: objects in arrival order, a key's slot emptied on delete.
+        let mut slots: Vec<Option<Arc<K>>> = Vec::new();
+        let mut index: HashMap<ObjectKey, usize> = HashMap::new();
+        loop {
+            let item = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                i = s.next() => i,
+            };
+            let event = match item {
+                None => {
+                    self.report(ReflectorError::WatchListIncomplete);
+                    return Some((
+                        Input::WatchListFailed(ErrorClass::Other { retry_after: None }),
+                        None,
+                    ));
+                }
+                Some(Err(ListWatchError::Decode(d))) => {
+                    self.report(ReflectorError::Undecodable(d));
+                    continue;
+                }
+                Some(Err(e)) => return fail(e),
+                Some(Ok(event)) => event,
+            };
+            match event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                    if let Some(key) = self.has_key(&o, "ADDED") {
+                        match index.get(&key) {
+                            Some(&i) => slots[i] = Some(o),
+                            None => {
+                                index.insert(key, slots.len());
+                                slots.push(Some(o));
+                            }
+                        }
+                    }
+                }
+                WatchEvent::Deleted(o) => {
+                    if let Some(key) = self.has_key(&o, "DELETED")
+                        && let Some(i) = index.remove(&key)
+                    {
+                        slots[i] = None;
+                    }
+                }
+                WatchEvent::Bookmark(b) if b.is_initial_events_end() => {
+                    let items: Vec<Arc<K>> = slots.into_iter().flatten().collect();
+                    let count = items.len();
+                    if let Err(source) = self.sink.replace(items, &b.resource_version) {
+                        self.report(ReflectorError::Sink {
+                            operation: "replace",
+                            source,
+                        });
+                        return Some((
+                            Input::WatchListFailed(ErrorClass::Other { retry_after: None }),
+                            None,
+                        ));
+                    }
+                    info!(
+                        reflector = %self.name,
+                        count,
+                        resource_version = %b.resource_version,
+                        "watch-list synced"
+                    );
+                    return Some((
+                        Input::WatchListSynced {
+                            resource_version: b.resource_version,
+                        },
+                        Some(s),
+                    ));
+                }
+                WatchEvent::Bookmark(_) => {}
+                WatchEvent::Error(status) => return fail(ListWatchError::Api(status)),
+            }
+        }
+    }
+
+    /// Handles one watch until it ends (`Some`) or `cancel` fires (`None`).
+    async fn handle_watch(
+        &self,
+        mut s: WatchStream<K>,
+        start: Instant,
+        resync_at: &mut Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Option<WatchEnd> {
+        let mut events: u64 = 0;
+        loop {
+            let deadline = *resync_at;
+            let resync = async move {
+                match deadline {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => futures::future::pending().await,
+                }
+            };
+            let item = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                item = s.next() => item,
+                () = resync => {
+                    *resync_at = Some(Instant::now() + self.resync_period);
+                    if self.should_resync.as_ref().is_none_or(|f| f()) {
+                        debug!(reflector = %self.name, "resync");
+                        if let Err(source) = self.sink.resync() {
+                            self.report(ReflectorError::Sink { operation: "resync", source });
+                            return Some(WatchEnd::Failed(ErrorClass::Other { retry_after: None }));
+                        }
+                    }
+                    continue;
+                }
+            };
+            let event = match item {
+                None => {
+                    let elapsed = start.elapsed();
+                    if elapsed < VERY_SHORT_WATCH && events == 0 {
+                        self.report(ReflectorError::VeryShortWatch { elapsed });
+                        return Some(WatchEnd::TooShort);
+                    }
+                    debug!(reflector = %self.name, events, "watch closed");
+                    return Some(WatchEnd::Closed);
+                }
+                Some(Err(ListWatchError::Decode(d))) => {
+                    self.report(ReflectorError::Undecodable(d));
+                    continue;
+                }
+                Some(Err(e)) => {
+                    let class = ErrorClass::of(&e);
+                    self.report(ReflectorError::Watch(e));
+                    return Some(WatchEnd::Failed(class));
+                }
+                Some(Ok(event)) => event,
+            };
+            let type_name = event.type_name();
+            let (result, operation, rv) = match event {
+                WatchEvent::Error(status) => {
+                    let e = ListWatchError::Api(status);
+                    let class = ErrorClass::of(&e);
+                    self.report(ReflectorError::Watch(e));
+                    return Some(WatchEnd::Failed(class));
+                }
+                WatchEvent::Bookmark(b) => (
+                    self.sink.bookmark(&b.resource_version),
+                    "bookmark",
+                    b.resource_version,
+                ),
+                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+                    if self.has_key(&o, type_name).is_none() {
+                        continue;
+                    }
+                    let rv = o.meta().resource_version.clone().unwrap_or_default();
+                    match type_name {
+                        "ADDED" => (self.sink.add(o), "add", rv),
+                        "MODIFIED" => (self.sink.update(o), "update", rv),
+                        _ => (self.sink.delete(o), "delete", rv),
+                    }
+                }
+            };
+            if let Err(source) = result {
+                self.report(ReflectorError::Sink { operation, source });
+            }
+            self.machine.lock().observe_resource_version(&rv);
+            events += 1;
+        }
+    }
+}

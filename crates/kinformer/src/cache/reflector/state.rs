@@ -1,0 +1,706 @@
+//! The reflector's list/watch/relist decisions as a pure state machine.
+//!
+//! [`ReflectorMachine::step`] takes what just happened ([`Input`]) and returns what to do next
+//! ([`Action`]); it performs no I/O and reads no clock, so every rule of client-go's reflector
+//! is unit-tested here. The runner in `mod.rs` performs the actions and feeds back the results.
+//!
+//! Invariants:
+//! 1. `last_sync_rv` only moves on a successful list, a watch-list's end bookmark, or an event
+//!    seen while `Watching`.
+//! 2. `rv_unavailable` is set only by a 410 / too-large failure of a list or watch-list and
+//!    cleared by the next successful one; while set, lists and watch-lists ask for `""`.
+//! 3. Every attempt (list or watch-list, then watch) ends in a backoff before the next one.
+
+use std::time::Duration;
+
+use super::super::listwatch::{
+    ListOptions, ListWatchError, ResourceVersionMatch, Selectors, WatchOptions,
+};
+use super::super::pager::DEFAULT_PAGE_SIZE;
+
+/// What a failure means for the next step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// 410 Expired / Gone: the version asked for was compacted.
+    Expired,
+    /// The version asked for is newer than the server's.
+    TooLargeResourceVersion,
+    /// 429 or connection refused: the server is busy or restarting; retry the same call later.
+    Throttled {
+        /// How long the server asked us to wait, if it said.
+        retry_after: Option<Duration>,
+    },
+    /// Anything else.
+    Other {
+        /// How long the server asked us to wait, if it said.
+        retry_after: Option<Duration>,
+    },
+}
+
+impl ErrorClass {
+    /// Classifies a list/watch error.
+    pub fn of(err: &ListWatchError) -> Self {
+        let retry_after = err.retry_after();
+        if err.is_too_many_requests() || err.is_connection_refused() {
+            ErrorClass::Throttled { retry_after }
+        } else if err.is_expired() || err.is_gone() {
+            ErrorClass::Expired
+        } else if err.is_too_large_resource_version() {
+            ErrorClass::TooLargeResourceVersion
+        } else {
+            ErrorClass::Other { retry_after }
+        }
+    }
+
+    fn retry_after(self) -> Option<Duration> {
+        match self {
+            ErrorClass::Throttled { retry_after } | ErrorClass::Other { retry_after } => {
+                retry_after
+            }
+            ErrorClass::Expired | ErrorClass::TooLargeResourceVersion => None,
+        }
+    }
+
+    fn version_unavailable(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::Expired | ErrorClass::TooLargeResourceVersion
+        )
+    }
+}
+
+/// How a watch stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchEnd {
+    /// The server closed it cleanly (timeout) after at least one event or one second.
+    Closed,
+    /// Closed within one second without a single event: treated as an error.
+    TooShort,
+    /// An `ERROR` event or a stream error.
+    Failed(ErrorClass),
+}
+
+/// What just happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// The reflector starts.
+    Start,
+    /// The list (all pages) succeeded and was handed to the sink.
+    ListSucceeded {
+        /// The list's resource version.
+        resource_version: String,
+        /// Whether it came in several pages.
+        paginated: bool,
+    },
+    /// The list failed.
+    ListFailed(ErrorClass),
+    /// The watch-list's end bookmark arrived and the state was handed to the sink.
+    WatchListSynced {
+        /// The bookmark's resource version.
+        resource_version: String,
+    },
+    /// The watch-list failed before its end bookmark.
+    WatchListFailed(ErrorClass),
+    /// The watch request itself failed.
+    WatchFailedToStart(ErrorClass),
+    /// An open watch ended.
+    WatchEnded(WatchEnd),
+    /// The requested backoff delay passed.
+    BackoffElapsed,
+}
+
+/// What to do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// List with the pager; page size = `limit` (`None` = unpaginated).
+    List(ListOptions),
+    /// Open a watch-list (`sendInitialEvents`) and collect its initial state.
+    WatchList(WatchOptions),
+    /// Open a watch; the runner sets the randomised timeout.
+    Watch(WatchOptions),
+    /// Keep reading the stream just opened by the watch-list, now as a plain watch.
+    KeepWatching,
+    /// Wait one step of the backoff manager (at least `retry_after`).
+    Backoff {
+        /// The server's Retry-After, if any.
+        retry_after: Option<Duration>,
+    },
+}
+
+/// Where the machine is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// Not started.
+    Idle,
+    /// A list is running.
+    Listing {
+        /// The version it asked for.
+        requested: String,
+        /// The page size it uses (0 = unpaginated).
+        page_size: u32,
+        /// Whether this is the immediate retry at `""` after a 410 / too-large failure.
+        retried: bool,
+    },
+    /// A watch-list is collecting its initial state.
+    WatchListing {
+        /// The version it asked for.
+        requested: String,
+    },
+    /// A watch is open or being opened.
+    Watching,
+    /// Waiting out a backoff step; then `then`.
+    BackingOff(Resume),
+}
+
+/// What follows a backoff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// A new attempt: watch-list or list, then watch.
+    Attempt,
+    /// Re-open the watch at the last synced version (no relist).
+    Rewatch,
+    /// Retry the watch-list.
+    WatchList,
+}
+
+/// The reflector's decision state (see the module docs).
+#[derive(Debug, Clone)]
+pub struct ReflectorMachine {
+    last_sync_rv: String,
+    rv_unavailable: bool,
+    /// An earlier list at "0" came back in pages: the server honours paging, keep 500.
+    paginated_result: bool,
+    /// Explicit page size (client-go's `WatchListPageSize`); `None` = the rules.
+    page_size: Option<u32>,
+    use_watch_list: bool,
+    selectors: Selectors,
+    phase: Phase,
+}
+
+impl ReflectorMachine {
+    /// A fresh machine; `page_size` `Some(0)` counts as unset.
+    pub fn new(page_size: Option<u32>, use_watch_list: bool, selectors: Selectors) -> Self {
+        Self {
+            last_sync_rv: String::new(),
+            rv_unavailable: false,
+            paginated_result: false,
+            page_size: page_size.filter(|n| *n > 0),
+            use_watch_list,
+            selectors,
+            phase: Phase::Idle,
+        }
+    }
+
+    /// The last resource version synced (from a list, an end bookmark or a watch event).
+    pub fn last_sync_resource_version(&self) -> &str {
+        &self.last_sync_rv
+    }
+
+    /// True after a 410 / too-large failure until the next successful list.
+    pub fn is_last_sync_resource_version_unavailable(&self) -> bool {
+        self.rv_unavailable
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+
+    /// Records the version of an event seen while watching (objects and bookmarks). Ignored
+    /// outside the watch phase (a watch-list's initial events do not move the version) and for
+    /// empty versions.
+    pub fn observe_resource_version(&mut self, rv: &str) {
+        if self.phase == Phase::Watching && !rv.is_empty() {
+            rv.clone_into(&mut self.last_sync_rv);
+        }
+    }
+
+    /// The version to list from: `""` when unavailable, `"0"` on the first list, else the last
+    /// synced one (client-go's `relistResourceVersion`).
+    pub fn relist_resource_version(&self) -> &str {
+        if self.rv_unavailable {
+            ""
+        } else if self.last_sync_rv.is_empty() {
+            "0"
+        } else {
+            &self.last_sync_rv
+        }
+    }
+
+    /// The page size for a list at `rv`: explicit, else 500 if the server paged an "0" list
+    /// before, else unpaginated for a specific version, else 500.
+    pub fn page_size_for(&self, rv: &str) -> u32 {
+        match self.page_size {
+            Some(n) => n,
+            None if self.paginated_result => DEFAULT_PAGE_SIZE,
+            None if !rv.is_empty() && rv != "0" => 0,
+            None => DEFAULT_PAGE_SIZE,
+        }
+    }
+
+    /// One transition.
+    pub fn step(&mut self, input: Input) -> Action {
+        match (std::mem::replace(&mut self.phase, Phase::Idle), input) {
+            (Phase::Idle, Input::Start) => self.begin_attempt(),
+
+            (
+                Phase::Listing { requested, .. },
+                Input::ListSucceeded {
+                    resource_version,
+                    paginated,
+                },
+            ) => {
+                if requested == "0" && paginated {
+                    self.paginated_result = true;
+                }
+                self.rv_unavailable = false;
+                self.last_sync_rv = resource_version;
+                self.watch()
+            }
+            (
+                Phase::Listing {
+                    page_size,
+                    retried: false,
+                    ..
+                },
+                Input::ListFailed(class),
+            ) if class.version_unavailable() => {
+                self.rv_unavailable = true;
+                self.list(page_size, true)
+            }
+            (Phase::Listing { .. }, Input::ListFailed(class)) => {
+                self.backoff(Resume::Attempt, class.retry_after())
+            }
+
+            (Phase::WatchListing { .. }, Input::WatchListSynced { resource_version }) => {
+                self.rv_unavailable = false;
+                self.last_sync_rv = resource_version;
+                self.phase = Phase::Watching;
+                Action::KeepWatching
+            }
+            (
+                Phase::WatchListing { .. },
+                Input::WatchListFailed(ErrorClass::Throttled { retry_after }),
+            ) => self.backoff(Resume::WatchList, retry_after),
+            (Phase::WatchListing { requested }, Input::WatchListFailed(class))
+                if class.version_unavailable() && !requested.is_empty() =>
+            {
+                self.rv_unavailable = true;
+                self.watch_list()
+            }
+            (Phase::WatchListing { .. }, Input::WatchListFailed(_)) => {
+                // Fall back to list + watch for this attempt: progress beats waiting.
+                let rv = self.relist_resource_version().to_owned();
+                let page_size = self.page_size_for(&rv);
+                self.list(page_size, false)
+            }
+
+            (Phase::Watching, Input::WatchFailedToStart(ErrorClass::Throttled { retry_after })) => {
+                self.backoff(Resume::Rewatch, retry_after)
+            }
+            (Phase::Watching, Input::WatchFailedToStart(class)) => {
+                self.backoff(Resume::Attempt, class.retry_after())
+            }
+            (Phase::Watching, Input::WatchEnded(WatchEnd::Closed)) => self.watch(),
+            (
+                Phase::Watching,
+                Input::WatchEnded(WatchEnd::Failed(ErrorClass::Throttled { retry_after })),
+            ) => self.backoff(Resume::Rewatch, retry_after),
+            (Phase::Watching, Input::WatchEnded(WatchEnd::Failed(class))) => {
+                self.backoff(Resume::Attempt, class.retry_after())
+            }
+            (Phase::Watching, Input::WatchEnded(WatchEnd::TooShort)) => {
+                self.backoff(Resume::Attempt, None)
+            }
+
+            (Phase::BackingOff(Resume::Attempt), Input::BackoffElapsed) => self.begin_attempt(),
+            (Phase::BackingOff(Resume::Rewatch), Input::BackoffElapsed) => self.watch(),
+            (Phase::BackingOff(Resume::WatchList), Input::BackoffElapsed) => self.watch_list(),
+
+            (phase, input) => {
+                // Not reachable from the runner; recover by starting over after a backoff.
+                debug_assert!(false, "unexpected input {input:?} in phase {phase:?}");
+                self.backoff(Resume::Attempt, None)
+            }
+        }
+    }
+
+    fn begin_attempt(&mut self) -> Action {
+        if self.use_watch_list {
+            self.watch_list()
+        } else {
+            let rv = self.relist_resource_version().to_owned();
+            let page_size = self.page_size_for(&rv);
+            self.list(page_size, false)
+        }
+    }
+
+    fn list(&mut self, page_size: u32, retried: bool) -> Action {
+        let requested = self.relist_resource_version().to_owned();
+        let options = ListOptions {
+            resource_version: Some(requested.clone()).filter(|rv| !rv.is_empty()),
+            limit: (page_size > 0).then_some(page_size),
+            selectors: self.selectors.clone(),
+            ..ListOptions::default()
+        };
+        self.phase = Phase::Listing {
+            requested,
+            page_size,
+            retried,
+        };
+        Action::List(options)
+    }
+
+    fn watch_list(&mut self) -> Action {
+        let requested = if self.rv_unavailable {
+            String::new()
+        } else {
+            self.last_sync_rv.clone()
+        };
+        let options = WatchOptions {
+            resource_version: Some(requested.clone()).filter(|rv| !rv.is_empty()),
+            allow_bookmarks: true,
+            send_initial_events: true,
+            resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+            selectors: self.selectors.clone(),
+            timeout: None,
+        };
+        self.phase = Phase::WatchListing { requested };
+        Action::WatchList(options)
+    }
+
+    fn watch(&mut self) -> Action {
+        self.phase = Phase::Watching;
+        Action::Watch(WatchOptions {
+            resource_version: Some(self.last_sync_rv.clone()).filter(|rv| !rv.is_empty()),
+            allow_bookmarks: true,
+            selectors: self.selectors.clone(),
+            ..WatchOptions::default()
+        })
+    }
+
+    fn backoff(&mut self, then: Resume, retry_after: Option<Duration>) -> Action {
+        self.phase = Phase::BackingOff(then);
+        Action::Backoff { retry_after }
+    }
+}
+
+/// The watch `timeoutSeconds` for a uniform `unit` in `[0, 1)`: `min · (1 + unit)`, in whole
+/// seconds, so within `[min, 2·min)`.
+pub fn watch_timeout(min: Duration, unit: f64) -> Duration {
+    let unit = if unit.is_finite() {
+        unit.clamp(0.0, 1.0 - f64::EPSILON)
+    } else {
+        0.0
+    };
+    Duration::from_secs((min.as_secs_f64() * (1.0 + unit)) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::listwatch::ApiStatus;
+
+    fn machine() -> ReflectorMachine {
+        ReflectorMachine::new(None, false, Selectors::default())
+    }
+
+    fn list_rv(a: &Action) -> (Option<&str>, Option<u32>) {
+        match a {
+            Action::List(o) => (o.resource_version.as_deref(), o.limit),
+            other => panic!("expected a list, got {other:?}"),
+        }
+    }
+
+    fn watch_rv(a: &Action) -> Option<&str> {
+        match a {
+            Action::Watch(o) => {
+                assert!(o.allow_bookmarks);
+                assert!(!o.send_initial_events);
+                o.resource_version.as_deref()
+            }
+            other => panic!("expected a watch, got {other:?}"),
+        }
+    }
+
+    fn ok(rv: &str) -> Input {
+        Input::ListSucceeded {
+            resource_version: rv.into(),
+            paginated: false,
+        }
+    }
+
+    #[test]
+    fn first_list_is_at_zero_with_pages_of_500_then_watch_from_the_list_version() {
+        let mut m = machine();
+        let a = m.step(Input::Start);
+        assert_eq!(list_rv(&a), (Some("0"), Some(500)));
+        let a = m.step(ok("10"));
+        assert_eq!(watch_rv(&a), Some("10"));
+        assert_eq!(m.last_sync_resource_version(), "10");
+    }
+
+    #[test]
+    fn relist_uses_the_last_synced_version_unpaginated() {
+        let mut m = machine();
+        m.step(Input::Start);
+        m.step(ok("10"));
+        m.observe_resource_version("12");
+        let a = m.step(Input::WatchEnded(WatchEnd::Failed(ErrorClass::Other {
+            retry_after: None,
+        })));
+        assert_eq!(a, Action::Backoff { retry_after: None });
+        let a = m.step(Input::BackoffElapsed);
+        assert_eq!(list_rv(&a), (Some("12"), None));
+    }
+
+    #[test]
+    fn expired_list_is_retried_at_once_from_empty_version_then_backs_off() {
+        let mut m = machine();
+        m.step(Input::Start);
+        m.step(ok("10"));
+        m.step(Input::WatchEnded(WatchEnd::Failed(ErrorClass::Expired)));
+        let a = m.step(Input::BackoffElapsed);
+        // Watch expired: relist at the last version, not "".
+        assert_eq!(list_rv(&a), (Some("10"), None));
+        let a = m.step(Input::ListFailed(ErrorClass::Expired));
+        // Same pager (page size of the original attempt), version "".
+        assert_eq!(list_rv(&a), (None, None));
+        assert!(m.is_last_sync_resource_version_unavailable());
+        let a = m.step(Input::ListFailed(ErrorClass::Expired));
+        assert_eq!(a, Action::Backoff { retry_after: None });
+        let a = m.step(Input::BackoffElapsed);
+        assert_eq!(list_rv(&a), (None, Some(500)));
+        m.step(ok("20"));
+        assert!(!m.is_last_sync_resource_version_unavailable());
+        assert_eq!(m.last_sync_resource_version(), "20");
+    }
+
+    #[test]
+    fn too_large_version_marks_the_version_unavailable() {
+        let mut m = machine();
+        m.step(Input::Start);
+        let a = m.step(Input::ListFailed(ErrorClass::TooLargeResourceVersion));
+        assert_eq!(list_rv(&a), (None, Some(500)));
+        assert!(m.is_last_sync_resource_version_unavailable());
+    }
+
+    #[test]
+    fn classification_follows_the_error_helpers() {
+        let c = |s: ApiStatus| ErrorClass::of(&ListWatchError::Api(s));
+        assert_eq!(c(ApiStatus::expired("x")), ErrorClass::Expired);
+        assert_eq!(c(ApiStatus::gone("x")), ErrorClass::Expired);
+        assert_eq!(
+            c(ApiStatus::too_large_resource_version("5", "3")),
+            ErrorClass::TooLargeResourceVersion
+        );
+        assert_eq!(
+            c(ApiStatus::too_many_requests(Some(Duration::from_secs(2)))),
+            ErrorClass::Throttled {
+                retry_after: Some(Duration::from_secs(2))
+            }
+        );
+        assert_eq!(
+            ErrorClass::of(&ListWatchError::connection_refused("down")),
+            ErrorClass::Throttled { retry_after: None }
+        );
+        assert_eq!(
+            c(ApiStatus::internal_error("x")),
+            ErrorClass::Other { retry_after: None }
+        );
+    }
+
+    #[test]
+    fn page_size_rules() {
+        let mut m = machine();
+        assert_eq!(m.page_size_for(""), 500);
+        assert_eq!(m.page_size_for("0"), 500);
+        assert_eq!(m.page_size_for("7"), 0);
+        // A paginated answer to an "0" list keeps pages of 500 for later relists.
+        m.step(Input::Start);
+        m.step(Input::ListSucceeded {
+            resource_version: "5".into(),
+            paginated: true,
+        });
+        assert_eq!(m.page_size_for("7"), 500);
+        let explicit = ReflectorMachine::new(Some(50), false, Selectors::default());
+        assert_eq!(explicit.page_size_for("7"), 50);
+        assert_eq!(explicit.page_size_for("0"), 50);
+        let zero = ReflectorMachine::new(Some(0), false, Selectors::default());
+        assert_eq!(zero.page_size_for("0"), 500);
+    }
+
+    #[test]
+    fn a_paginated_list_at_a_specific_version_does_not_switch_paging_on() {
+        let mut m = machine();
+        m.step(Input::Start);
+        m.step(ok("5"));
+        m.step(Input::WatchEnded(WatchEnd::TooShort));
+        m.step(Input::BackoffElapsed);
+        m.step(Input::ListSucceeded {
+            resource_version: "6".into(),
+            paginated: true,
+        });
+        assert_eq!(m.page_size_for("6"), 0);
+    }
+
+    #[test]
+    fn clean_close_rewatches_from_the_last_version_without_relist() {
+        let mut m = machine();
+        m.step(Input::Start);
+        m.step(ok("10"));
+        m.observe_resource_version("11");
+        let a = m.step(Input::WatchEnded(WatchEnd::Closed));
+        assert_eq!(watch_rv(&a), Some("11"));
+    }
+
+    #[test]
+    fn very_short_watch_backs_off_then_relists() {
+        let mut m = machine();
+        m.step(Input::Start);
+        m.step(ok("10"));
+        let a = m.step(Input::WatchEnded(WatchEnd::TooShort));
+        assert_eq!(a, Action::Backoff { retry_after: None });
+        assert_eq!(list_rv(&m.step(Input::BackoffElapsed)), (Some("10"), None));
+    }
+
+    #[test]
+    fn throttled_watch_backs_off_with_retry_after_then_rewatches() {
+        let mut m = machine();
+        m.step(Input::Start);
+        m.step(ok("10"));
+        let ra = Some(Duration::from_secs(7));
+        let a = m.step(Input::WatchFailedToStart(ErrorClass::Throttled {
+            retry_after: ra,
+        }));
+        assert_eq!(a, Action::Backoff { retry_after: ra });
+        assert_eq!(watch_rv(&m.step(Input::BackoffElapsed)), Some("10"));
+        let a = m.step(Input::WatchEnded(WatchEnd::Failed(ErrorClass::Throttled {
+            retry_after: None,
+        })));
+        assert_eq!(a, Action::Backoff { retry_after: None });
+        assert_eq!(watch_rv(&m.step(Input::BackoffElapsed)), Some("10"));
+    }
+
+    #[test]
+    fn other_watch_start_errors_relist_after_backoff() {
+        let mut m = machine();
+        m.step(Input::Start);
+        m.step(ok("10"));
+        m.step(Input::WatchFailedToStart(ErrorClass::Other {
+            retry_after: None,
+        }));
+        assert_eq!(list_rv(&m.step(Input::BackoffElapsed)), (Some("10"), None));
+    }
+
+    #[test]
+    fn list_failure_backs_off_and_lists_again_at_the_same_version() {
+        let mut m = machine();
+        m.step(Input::Start);
+        let a = m.step(Input::ListFailed(ErrorClass::Throttled {
+            retry_after: Some(Duration::from_secs(1)),
+        }));
+        assert_eq!(
+            a,
+            Action::Backoff {
+                retry_after: Some(Duration::from_secs(1))
+            }
+        );
+        assert_eq!(
+            list_rv(&m.step(Input::BackoffElapsed)),
+            (Some("0"), Some(500))
+        );
+    }
+
+    #[test]
+    fn events_move_the_version_only_while_watching() {
+        let mut m = ReflectorMachine::new(None, true, Selectors::default());
+        m.step(Input::Start);
+        m.observe_resource_version("3");
+        assert_eq!(m.last_sync_resource_version(), "");
+        m.step(Input::WatchListSynced {
+            resource_version: "5".into(),
+        });
+        m.observe_resource_version("6");
+        m.observe_resource_version("");
+        assert_eq!(m.last_sync_resource_version(), "6");
+    }
+
+    fn watch_list_opts(a: &Action) -> &WatchOptions {
+        match a {
+            Action::WatchList(o) => {
+                assert!(o.send_initial_events && o.allow_bookmarks);
+                assert_eq!(
+                    o.resource_version_match,
+                    Some(ResourceVersionMatch::NotOlderThan)
+                );
+                o
+            }
+            other => panic!("expected a watch-list, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn watch_list_happy_path_keeps_the_stream_as_the_watch() {
+        let mut m = ReflectorMachine::new(None, true, Selectors::default());
+        let a = m.step(Input::Start);
+        assert_eq!(watch_list_opts(&a).resource_version, None);
+        let a = m.step(Input::WatchListSynced {
+            resource_version: "9".into(),
+        });
+        assert_eq!(a, Action::KeepWatching);
+        assert_eq!(m.last_sync_resource_version(), "9");
+        // After the stream closes cleanly: a plain watch, no new watch-list.
+        assert_eq!(
+            watch_rv(&m.step(Input::WatchEnded(WatchEnd::Closed))),
+            Some("9")
+        );
+        // A new attempt uses the watch-list again, from the last version.
+        m.step(Input::WatchEnded(WatchEnd::TooShort));
+        let a = m.step(Input::BackoffElapsed);
+        assert_eq!(watch_list_opts(&a).resource_version.as_deref(), Some("9"));
+    }
+
+    #[test]
+    fn watch_list_falls_back_to_list_on_other_errors() {
+        let mut m = ReflectorMachine::new(None, true, Selectors::default());
+        m.step(Input::Start);
+        let a = m.step(Input::WatchListFailed(ErrorClass::Other {
+            retry_after: None,
+        }));
+        assert_eq!(list_rv(&a), (Some("0"), Some(500)));
+        assert_eq!(watch_rv(&m.step(ok("4"))), Some("4"));
+    }
+
+    #[test]
+    fn watch_list_expired_retries_from_empty_version_and_throttled_backs_off() {
+        let mut m = ReflectorMachine::new(None, true, Selectors::default());
+        m.step(Input::Start);
+        m.step(Input::WatchListSynced {
+            resource_version: "9".into(),
+        });
+        m.step(Input::WatchEnded(WatchEnd::TooShort));
+        let a = m.step(Input::BackoffElapsed);
+        assert_eq!(watch_list_opts(&a).resource_version.as_deref(), Some("9"));
+        let a = m.step(Input::WatchListFailed(ErrorClass::Expired));
+        assert_eq!(watch_list_opts(&a).resource_version, None);
+        let a = m.step(Input::WatchListFailed(ErrorClass::Throttled {
+            retry_after: None,
+        }));
+        assert_eq!(a, Action::Backoff { retry_after: None });
+        let a = m.step(Input::BackoffElapsed);
+        assert_eq!(watch_list_opts(&a).resource_version, None);
+        // Expired again at "": nothing newer to ask for, fall back to a list at "".
+        let a = m.step(Input::WatchListFailed(ErrorClass::Expired));
+        assert_eq!(list_rv(&a), (None, Some(500)));
+    }
+
+    #[test]
+    fn watch_timeout_is_within_min_and_twice_min() {
+        let min = Duration::from_secs(300);
+        assert_eq!(watch_timeout(min, 0.0), min);
+        assert_eq!(watch_timeout(min, 0.5), Duration::from_secs(450));
+        assert!(watch_timeout(min, 0.999_999) < 2 * min);
+        assert_eq!(watch_timeout(min, f64::NAN), min);
+    }
+}

@@ -1,0 +1,364 @@
+//! [`ListerWatcher`] over the `kube` client (feature `kube`).
+//!
+//! [`KubeListerWatcher`] turns the reflector's [`ListOptions`] / [`WatchOptions`] into the
+//! query strings the API server expects and decodes responses object by object, so that one
+//! undecodable object is skipped and reported instead of failing a list or ending a watch.
+//! It works for typed resources (`k8s-openapi`, custom resources), `DynamicObject`, and
+//! metadata-only objects ([`KubeListerWatcher::metadata`] → `PartialObjectMeta<K>`).
+//!
+//! Differences from `kube::Api`, on purpose:
+//! - a list at `resourceVersion=0` with a `limit` still sends `resourceVersion=0` (kube drops
+//!   it when a limit is set; client-go sends both, and the reflector's page-size rules assume
+//!   it);
+//! - a watch that stays silent past `timeoutSeconds` + 30 s ends (cleanly), so that a silently
+//!   dropped connection is noticed and re-watched.
+//!
+//! Retry-After comes from the status body's `details.retryAfterSeconds`: kube does not expose
+//! response headers; the API server sets both to the same value.
+
+mod decode;
+mod error;
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use ::kube::api::{ListParams, VersionMatch, WatchParams};
+use ::kube::{Api, Client};
+use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
+use kube_core::{PartialObjectMeta, Request, Resource};
+use serde::de::DeserializeOwned;
+
+use crate::cache::listwatch::{
+    ListOptions, ListWatchError, ListerWatcher, ObjectList, ResourceVersionMatch, Selectors,
+    WatchOptions, WatchStream,
+};
+
+/// How long past its `timeoutSeconds` a silent watch is kept open.
+const WATCH_GRACE: Duration = Duration::from_secs(30);
+
+/// A [`ListerWatcher`] over a `kube::Api`.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+/// use kinformer::kube::KubeListerWatcher;
+/// use kube::{Api, Client, Config};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let client = Client::try_from(Config::new("http://127.0.0.1:6443".parse().unwrap())).unwrap();
+/// // Every pod in the cluster with label app=web:
+/// let pods = KubeListerWatcher::new(Api::<Pod>::all(client.clone())).labels("app=web");
+/// // Only the metadata of config maps in one namespace:
+/// let cms = KubeListerWatcher::metadata(Api::<ConfigMap>::namespaced(client, "default"));
+/// # let _ = (pods, cms);
+/// # });
+/// ```
+pub struct KubeListerWatcher<K> {
+    client: Client,
+    request: Request,
+    metadata: bool,
+    selectors: Selectors,
+    _k: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for KubeListerWatcher<K> {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            request: Request::new(self.request.url_path.clone()),
+            metadata: self.metadata,
+            selectors: self.selectors.clone(),
+            _k: PhantomData,
+        }
+    }
+}
+
+impl<K> fmt::Debug for KubeListerWatcher<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KubeListerWatcher")
+            .field("url", &self.request.url_path)
+            .field("metadata", &self.metadata)
+            .field("selectors", &self.selectors)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> KubeListerWatcher<K>
+where
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
+{
+    /// Lists and watches the objects `api` addresses (all namespaces or one), decoded as `K`:
+    /// a typed resource or `DynamicObject`.
+    pub fn new(api: Api<K>) -> Self {
+        Self::from_parts(api.resource_url().to_owned(), api.into_client(), false)
+    }
+}
+
+impl<K> KubeListerWatcher<PartialObjectMeta<K>>
+where
+    K: Resource + Send + Sync + 'static,
+    PartialObjectMeta<K>: Resource + DeserializeOwned,
+{
+    /// Lists and watches only the metadata of the objects `api` addresses (the server sends
+    /// `PartialObjectMetadata`; much less memory for big objects).
+    pub fn metadata(api: Api<K>) -> Self {
+        Self::from_parts(api.resource_url().to_owned(), api.into_client(), true)
+    }
+}
+
+impl<K> KubeListerWatcher<K> {
+    fn from_parts(url_path: String, client: Client, metadata: bool) -> Self {
+        Self {
+            client,
+            request: Request::new(url_path),
+            metadata,
+            selectors: Selectors::default(),
+            _k: PhantomData,
+        }
+    }
+
+    /// Restricts every list and watch by a label selector (unless the options carry one).
+    #[must_use]
+    pub fn labels(mut self, selector: &str) -> Self {
+        self.selectors.label_selector = Some(selector.to_owned());
+        self
+    }
+
+    /// Restricts every list and watch by a field selector (unless the options carry one).
+    #[must_use]
+    pub fn fields(mut self, selector: &str) -> Self {
+        self.selectors.field_selector = Some(selector.to_owned());
+        self
+    }
+
+    /// The resource URL path, e.g. `/api/v1/namespaces/default/pods`.
+    pub fn url_path(&self) -> &str {
+        &self.request.url_path
+    }
+
+    fn selectors_for(&self, requested: &Selectors) -> Selectors {
+        Selectors {
+            label_selector: requested
+                .label_selector
+                .clone()
+                .or_else(|| self.selectors.label_selector.clone()),
+            field_selector: requested
+                .field_selector
+                .clone()
+                .or_else(|| self.selectors.field_selector.clone()),
+        }
+    }
+
+    fn list_request(&self, o: &ListOptions) -> Result<http::Request<Vec<u8>>, ListWatchError> {
+        let selectors = self.selectors_for(&o.selectors);
+        let mut lp = ListParams::default();
+        lp.label_selector = selectors.label_selector;
+        lp.field_selector = selectors.field_selector;
+        lp.limit = o.limit.filter(|l| *l > 0);
+        lp.continue_token = o.continue_token.clone().filter(|t| !t.is_empty());
+        lp.resource_version = o.resource_version.clone().filter(|rv| !rv.is_empty());
+        lp.version_match = o.resource_version_match.map(|m| match m {
+            ResourceVersionMatch::NotOlderThan => VersionMatch::NotOlderThan,
+            ResourceVersionMatch::Exact => VersionMatch::Exact,
+        });
+        let mut req = if self.metadata {
+            self.request.list_metadata(&lp)
+        } else {
+            self.request.list(&lp)
+        }
+        .map_err(|e| ListWatchError::InvalidRequest(e.to_string()))?;
+        // kube leaves out resourceVersion=0 when a limit is set; send it as client-go does.
+        if lp.continue_token.is_none()
+            && lp.limit.is_some()
+            && lp.resource_version.as_deref() == Some("0")
+        {
+            let mut uri = format!("{}&resourceVersion=0", req.uri());
+            if let Some(m) = o.resource_version_match {
+                uri.push_str("&resourceVersionMatch=");
+                uri.push_str(m.as_str());
+            }
+            *req.uri_mut() = uri.parse().map_err(|e: http::uri::InvalidUri| {
+                ListWatchError::InvalidRequest(e.to_string())
+            })?;
+        }
+        Ok(req)
+    }
+
+    fn watch_request(&self, o: &WatchOptions) -> Result<http::Request<Vec<u8>>, ListWatchError> {
+        let selectors = self.selectors_for(&o.selectors);
+        let mut wp = WatchParams::default();
+        wp.label_selector = selectors.label_selector;
+        wp.field_selector = selectors.field_selector;
+        wp.timeout = o
+            .timeout
+            .map(|t| u32::try_from(t.as_secs()).unwrap_or(u32::MAX));
+        wp.bookmarks = o.allow_bookmarks || o.send_initial_events;
+        wp.send_initial_events = o.send_initial_events;
+        let rv = o.resource_version_str();
+        let mut req = if self.metadata {
+            self.request.watch_metadata(&wp, rv)
+        } else {
+            self.request.watch(&wp, rv)
+        }
+        .map_err(|e| ListWatchError::InvalidRequest(e.to_string()))?;
+        // One JSON event per line, uncompressed (as kube's own watch does).
+        req.headers_mut().insert(
+            http::header::ACCEPT_ENCODING,
+            http::HeaderValue::from_static("identity"),
+        );
+        Ok(req)
+    }
+}
+
+impl<K> ListerWatcher<K> for KubeListerWatcher<K>
+where
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
+{
+    fn list(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
+        let req = self.list_request(options);
+        let client = self.client.clone();
+        async move {
+            let body = client.request_text(req?).await.map_err(error::from_kube)?;
+            decode::decode_list::<K>(&body)
+        }
+    }
+
+    fn watch(
+        &self,
+        options: &WatchOptions,
+    ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
+        let req = self.watch_request(options);
+        let client = self.client.clone();
+        let deadline = options.timeout.map(|t| t + WATCH_GRACE);
+        async move {
+            let body = client
+                .request_stream(req?)
+                .await
+                .map_err(error::from_kube)?;
+            let lines = Box::pin(body).lines().into_stream();
+            let events = lines
+                .take_while(|line| {
+                    // A broken-off chunk at the end is a resumable close, as kube treats it.
+                    let end =
+                        matches!(line, Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof);
+                    std::future::ready(!end)
+                })
+                .filter_map(|line| {
+                    std::future::ready(match line {
+                        Ok(line) => decode::decode_watch_line::<K>(&line),
+                        Err(e) => Some(Err(error::from_io(&e))),
+                    })
+                });
+            let stream: WatchStream<K> = match deadline {
+                Some(d) => events.take_until(tokio::time::sleep(d)).boxed(),
+                None => events.boxed(),
+            };
+            Ok(stream)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+
+    fn lw() -> KubeListerWatcher<ConfigMap> {
+        let config = ::kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let client = Client::try_from(config).unwrap();
+        KubeListerWatcher::new(Api::<ConfigMap>::namespaced(client, "ns")).labels("app=web")
+    }
+
+    fn query(req: &http::Request<Vec<u8>>) -> String {
+        req.uri().to_string()
+    }
+
+    #[tokio::test]
+    async fn first_page_at_zero_sends_version_and_limit() {
+        let lw = lw();
+        let req = lw
+            .list_request(&ListOptions {
+                resource_version: Some("0".into()),
+                limit: Some(500),
+                ..ListOptions::default()
+            })
+            .unwrap();
+        let q = query(&req);
+        assert!(q.starts_with("/api/v1/namespaces/ns/configmaps?"), "{q}");
+        assert!(
+            q.contains("limit=500") && q.contains("resourceVersion=0"),
+            "{q}"
+        );
+        assert!(q.contains("labelSelector=app%3Dweb"), "{q}");
+    }
+
+    #[tokio::test]
+    async fn continue_pages_send_the_token_and_no_version() {
+        let req = lw()
+            .list_request(&ListOptions {
+                limit: Some(500),
+                continue_token: Some("abc".into()),
+                ..ListOptions::default()
+            })
+            .unwrap();
+        let q = query(&req);
+        assert!(
+            q.contains("continue=abc") && !q.contains("resourceVersion"),
+            "{q}"
+        );
+    }
+
+    #[tokio::test]
+    async fn watch_list_sends_initial_events_bookmarks_and_timeout() {
+        let req = lw()
+            .watch_request(&WatchOptions {
+                resource_version: Some("7".into()),
+                timeout: Some(Duration::from_secs(420)),
+                allow_bookmarks: true,
+                send_initial_events: true,
+                resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+                selectors: Selectors::default(),
+            })
+            .unwrap();
+        let q = query(&req);
+        for part in [
+            "watch=true",
+            "timeoutSeconds=420",
+            "allowWatchBookmarks=true",
+            "sendInitialEvents=true",
+            "resourceVersionMatch=NotOlderThan",
+            "resourceVersion=7",
+        ] {
+            assert!(q.contains(part), "{part} missing in {q}");
+        }
+    }
+
+    #[tokio::test]
+    async fn metadata_lists_ask_for_partial_object_metadata() {
+        let config = ::kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let client = Client::try_from(config).unwrap();
+        let lw = KubeListerWatcher::metadata(Api::<ConfigMap>::all(client));
+        let req = lw.list_request(&ListOptions::default()).unwrap();
+        let accept = req
+            .headers()
+            .get(http::header::ACCEPT)
+            .unwrap()
+            .to_str()
+            .unwrap();
+        assert!(accept.contains("PartialObjectMetadataList"), "{accept}");
+        assert_eq!(lw.url_path(), "/api/v1/configmaps");
+    }
+
+    #[tokio::test]
+    async fn a_closed_port_is_connection_refused() {
+        let err = lw().list(&ListOptions::default()).await.unwrap_err();
+        assert!(err.is_connection_refused(), "{err:?}");
+        let err = lw().watch(&WatchOptions::default()).await.err().unwrap();
+        assert!(err.is_connection_refused(), "{err:?}");
+    }
+}
