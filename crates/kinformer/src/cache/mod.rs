@@ -7,6 +7,7 @@ mod cache_sync;
 mod error;
 mod fake_listwatch;
 mod handler;
+mod informer;
 pub mod listwatch;
 mod notification;
 mod object;
@@ -37,6 +38,10 @@ pub use delta_fifo::DeltaFifo;
 pub use fake_listwatch::{FakeListerWatcher, WatchStep};
 pub use index::{
     IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
+};
+pub use informer::{
+    InformerError, InformerOptions, InformerWatchErrorHandler, QueueKind, ReadOnlyIndexer,
+    SharedIndexInformer,
 };
 pub use lister::{Lister, NamespaceLister};
 pub use listwatch::{
