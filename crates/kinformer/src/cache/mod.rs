@@ -5,6 +5,7 @@
 
 mod cache_sync;
 mod error;
+mod factory;
 mod fake_listwatch;
 mod handler;
 mod informer;
@@ -19,6 +20,7 @@ mod synctrack;
 
 pub use cache_sync::{HasSynced, SyncedFlag, wait_for_cache_sync, wait_for_named_cache_sync};
 pub use error::CacheError;
+pub use factory::{FactoryError, SharedInformerFactory};
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 mod delta;
 mod delta_fifo;

@@ -204,6 +204,11 @@ where
         }
     }
 
+    /// True if both handles refer to the same informer.
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The informer's name.
     pub fn name(&self) -> &str {
         &self.inner.name
