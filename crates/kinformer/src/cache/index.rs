@@ -1,0 +1,137 @@
+//! Index functions and the per-index maps (`index value → keys`).
+//!
+//! An index function maps an object to zero or more *index values*; the indexer keeps, per
+//! index, a map from each value to the set of keys whose objects produced it.
+//!
+//! Index functions push values into a buffer the indexer provides instead of returning a fresh
+//! `Vec`: the indexer computes all indices of an object into one reused buffer, so indexing an
+//! object costs one allocation per value (the value's `String`) rather than one extra per index.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use kube_core::Resource;
+
+use super::ObjectKey;
+
+/// Why an index function could not index an object (client-go panics here; kinformer returns
+/// this as [`IndexerError::IndexFunc`](super::IndexerError::IndexFunc)).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IndexFuncError(pub String);
+
+/// An index function: pushes the object's index values into `values` (which the indexer
+/// passes in; append only, never clear it).
+///
+/// It runs without any indexer lock held, but must still be cheap and must not call back into
+/// the same indexer's write methods.
+pub type IndexFunc<K> =
+    Arc<dyn Fn(&K, &mut Vec<String>) -> Result<(), IndexFuncError> + Send + Sync>;
+
+/// Named index functions, client-go's `Indexers`.
+pub type Indexers<K> = HashMap<String, IndexFunc<K>>;
+
+/// The name of the namespace index, as client-go's `NamespaceIndex`.
+pub const NAMESPACE_INDEX: &str = "namespace";
+
+/// Indexes an object by its namespace (`""` for cluster-scoped objects), as client-go's
+/// `MetaNamespaceIndexFunc`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer::cache::{Indexer, NAMESPACE_INDEX, namespace_index_func};
+///
+/// let indexer = Indexer::<Pod>::new([(NAMESPACE_INDEX.to_string(), namespace_index_func())].into());
+/// let mut pod = Pod::default();
+/// pod.metadata.name = Some("a".into());
+/// pod.metadata.namespace = Some("ns1".into());
+/// indexer.add(Arc::new(pod)).unwrap();
+/// assert_eq!(indexer.by_index(NAMESPACE_INDEX, "ns1").unwrap().len(), 1);
+/// ```
+pub fn namespace_index_func<K: Resource>() -> IndexFunc<K> {
+    Arc::new(|obj: &K, values: &mut Vec<String>| {
+        values.push(obj.meta().namespace.clone().unwrap_or_default());
+        Ok(())
+    })
+}
+
+/// Indexes an object by the value of its label `label`; objects without the label are not in
+/// the index.
+pub fn label_index_func<K: Resource>(label: impl Into<String>) -> IndexFunc<K> {
+    let label = label.into();
+    Arc::new(move |obj: &K, values: &mut Vec<String>| {
+        if let Some(v) = obj.meta().labels.as_ref().and_then(|l| l.get(&label)) {
+            values.push(v.clone());
+        }
+        Ok(())
+    })
+}
+
+/// One index: value → keys of the objects that produced it.
+///
+/// Invariant: no value maps to an empty set (empty sets are removed).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Index {
+    pub(crate) map: HashMap<String, HashSet<ObjectKey>>,
+}
+
+impl Index {
+    /// Moves `key` from the `old` values to the `new` values.
+    pub(crate) fn update(&mut self, key: &ObjectKey, old: &[String], new: Vec<String>) {
+        for o in old {
+            if new.contains(o) {
+                continue;
+            }
+            if let Some(set) = self.map.get_mut(o.as_str()) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.map.remove(o.as_str());
+                }
+            }
+        }
+        for n in new {
+            if old.contains(&n) {
+                continue;
+            }
+            match self.map.get_mut(n.as_str()) {
+                Some(set) => {
+                    set.insert(key.clone());
+                }
+                None => {
+                    let mut set = HashSet::with_capacity(1);
+                    set.insert(key.clone());
+                    self.map.insert(n, set);
+                }
+            }
+        }
+    }
+}
+
+/// The index values of one object for every index, in one flat buffer.
+#[derive(Debug, Default)]
+pub(crate) struct IndexValues {
+    pub(crate) values: Vec<String>,
+    /// `ends[i]` = end of index i's values in `values`.
+    pub(crate) ends: Vec<usize>,
+}
+
+impl IndexValues {
+    /// The values of index `i`.
+    pub(crate) fn get(&self, i: usize) -> &[String] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.values[start..self.ends[i]]
+    }
+
+    /// Splits into one vector per index.
+    pub(crate) fn into_parts(self) -> Vec<Vec<String>> {
+        let mut out = Vec::with_capacity(self.ends.len());
+        let mut it = self.values.into_iter();
+        let mut start = 0;
+        for end in self.ends {
+            out.push(it.by_ref().take(end - start).collect());
+            start = end;
+        }
+        out
+    }
+}
