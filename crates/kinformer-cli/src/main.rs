@@ -23,8 +23,6 @@ enum Command {
         /// The workload id, e.g. W1.
         workload: String,
     },
-    /// Run the benchmark workloads.
-    Bench,
     /// Run the embedded Kubernetes API server.
     Serve(serve::ServeArgs),
 }
@@ -34,7 +32,6 @@ fn main() {
     match cli.command {
         Command::Bench(args) => bench::exit_on_error(bench::run(&args)),
         Command::BenchRun { workload } => bench::exit_on_error(bench::run_one(&workload)),
-        Command::Bench => {}
         Command::Serve(args) => std::process::exit(serve::run(args)),
     }
 }
