@@ -562,10 +562,18 @@ async fn injected_faults_reach_the_client_and_are_counted() {
 async fn watch_without_a_version_starts_with_synthetic_adds_as_kube_apiserver_does() {
     let server = TestServer::start().await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client().unwrap());
-    cms.create(&PostParams::default(), &cm("old")).await.unwrap();
+    cms.create(&PostParams::default(), &cm("old"))
+        .await
+        .unwrap();
     for rv in ["0", ""] {
-        let mut w = cms.watch(&WatchParams::default().disable_bookmarks(), rv).await.unwrap().boxed();
-        assert!(matches!(next(&mut w).await, WatchEvent::Added(o) if o.metadata.name.as_deref() == Some("old")));
+        let mut w = cms
+            .watch(&WatchParams::default().disable_bookmarks(), rv)
+            .await
+            .unwrap()
+            .boxed();
+        assert!(
+            matches!(next(&mut w).await, WatchEvent::Added(o) if o.metadata.name.as_deref() == Some("old"))
+        );
     }
 }
 
@@ -574,12 +582,23 @@ async fn namespaced_watches_only_see_their_namespace_and_deletecollection_works(
     let server = TestServer::start().await.unwrap();
     let client = server.client().unwrap();
     let ns1: Api<Pod> = Api::namespaced(client.clone(), "ns-1");
-    let mut w = ns1.watch(&WatchParams::default().disable_bookmarks(), "0").await.unwrap().boxed();
+    let mut w = ns1
+        .watch(&WatchParams::default().disable_bookmarks(), "0")
+        .await
+        .unwrap()
+        .boxed();
     kinformer_apiserver::seed_bench_pods(server.store(), 3).unwrap();
-    assert!(matches!(next(&mut w).await, WatchEvent::Added(o) if o.metadata.name.as_deref() == Some("pod-1")));
+    assert!(
+        matches!(next(&mut w).await, WatchEvent::Added(o) if o.metadata.name.as_deref() == Some("pod-1"))
+    );
     server.store().create("pods", "", bench_pod(101)).unwrap();
-    assert!(matches!(next(&mut w).await, WatchEvent::Added(o) if o.metadata.name.as_deref() == Some("pod-101")));
-    let gone = ns1.delete_collection(&DeleteParams::default(), &ListParams::default()).await.unwrap();
+    assert!(
+        matches!(next(&mut w).await, WatchEvent::Added(o) if o.metadata.name.as_deref() == Some("pod-101"))
+    );
+    let gone = ns1
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await
+        .unwrap();
     assert_eq!(gone.left().map(|l| l.items.len()), Some(2));
     assert_eq!(server.store().len("pods").unwrap(), 2);
     assert!(matches!(next(&mut w).await, WatchEvent::Deleted(_)));
