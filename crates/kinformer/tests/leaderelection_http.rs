@@ -2,6 +2,8 @@
 //!
 //! These run on the real clock (sockets and a paused clock do not mix), with short leases.
 #![cfg(feature = "kube")]
+// Test helpers outside `#[test]` functions unwrap too.
+#![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 
