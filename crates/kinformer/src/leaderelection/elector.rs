@@ -574,8 +574,16 @@ impl<L: Lock> LeaderElector<L> {
         })
     }
 
+    /// Records a write of this candidate, sent at `time`, that left the lock at `version`.
     fn set_observed(&self, record: LeaderElectionRecord, version: RawVersion, time: Instant) {
-        self.inner.observed.lock().last = Some(Observation {
+        let mut observed = self.inner.observed.lock();
+        // A write that left the version unchanged (a server may treat an identical object as
+        // a no-op) renewed nothing in the eyes of others: keep counting from before.
+        let time = match &observed.last {
+            Some(last) if last.version == version => last.time.min(time),
+            _ => time,
+        };
+        observed.last = Some(Observation {
             record,
             version,
             time,
