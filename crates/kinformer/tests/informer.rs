@@ -180,7 +180,11 @@ async fn the_initial_list_arrives_as_adds_marked_initial() {
         events.sort();
         assert_eq!(
             events,
-            ["add ns/a 1 initial", "add ns/b 2 initial", "add ns/c 3 initial"]
+            [
+                "add ns/a 1 initial",
+                "add ns/b 2 initial",
+                "add ns/c 3 initial"
+            ]
         );
         assert_eq!(inf.get_indexer().len(), 3);
         assert_eq!(inf.last_sync_resource_version(), "3");
@@ -221,7 +225,12 @@ async fn watch_events_reach_handlers_in_order_per_key() {
         eventually("all events delivered", || rec.events().len() == 6).await;
         assert_eq!(
             rec.for_key("ns/x"),
-            ["add ns/x 2", "update ns/x 2->4", "update ns/x 4->5", "delete ns/x"]
+            [
+                "add ns/x 2",
+                "update ns/x 2->4",
+                "update ns/x 4->5",
+                "delete ns/x"
+            ]
         );
         assert_eq!(
             rec.for_key("ns/other"),
@@ -256,9 +265,15 @@ async fn a_relist_after_410_turns_missed_deletes_into_tombstones() {
             rec.count("tombstone") == 1 && rec.count("add ns/c") == 1
         })
         .await;
-        assert_eq!(rec.for_key("ns/b"), ["add ns/b 2 initial", "tombstone ns/b"]);
+        assert_eq!(
+            rec.for_key("ns/b"),
+            ["add ns/b 2 initial", "tombstone ns/b"]
+        );
         let initial_state_fetches = lw.list_calls().len()
-            + lw.watch_calls().iter().filter(|w| w.send_initial_events).count();
+            + lw.watch_calls()
+                .iter()
+                .filter(|w| w.send_initial_events)
+                .count();
         assert!(initial_state_fetches >= 2, "a relist happened");
         let mut keys: Vec<String> = inf
             .get_indexer()
@@ -311,12 +326,16 @@ async fn a_late_handler_gets_the_cache_replayed_without_gaps_or_duplicates() {
         let mut seen: HashMap<String, usize> = HashMap::new();
         for e in late.events() {
             assert!(e.starts_with("add "), "only adds expected: {e}");
-            *seen.entry(e.split(' ').nth(1).unwrap().to_owned()).or_default() += 1;
+            *seen
+                .entry(e.split(' ').nth(1).unwrap().to_owned())
+                .or_default() += 1;
         }
         assert_eq!(seen.len(), 250, "no object missed");
         assert!(seen.values().all(|n| *n == 1), "no object twice");
         assert!(
-            late.events().iter().all(|e| !e.starts_with("add ns/pre-") || e.ends_with("initial")),
+            late.events()
+                .iter()
+                .all(|e| !e.starts_with("add ns/pre-") || e.ends_with("initial")),
             "the replayed cache is marked initial"
         );
         assert!(late.count("add ns/pre-") == 50);
@@ -420,7 +439,10 @@ async fn indexers_added_after_the_start_are_back_filled() {
             inf.add_indexers([("app".to_string(), label_index_func("app"))].into()),
             Err(InformerError::Indexer(_))
         ));
-        assert_eq!(inf.lister().namespaced("ns").get("c").map(|o| key(&o)), Some("ns/c".into()));
+        assert_eq!(
+            inf.lister().namespaced("ns").get("c").map(|o| key(&o)),
+            Some("ns/c".into())
+        );
         run.stop().await;
     })
     .await;
@@ -485,7 +507,11 @@ async fn transform_and_watch_error_handler_are_set_before_the_start_only() {
         let reg = inf.add_event_handler(Recorder::default()).unwrap();
         let run = start(&inf);
         reg.wait_synced().await;
-        assert_eq!(errors.lock().len(), 1, "the failed first attempt was reported");
+        assert_eq!(
+            errors.lock().len(),
+            1,
+            "the failed first attempt was reported"
+        );
         let a = inf.get_indexer().get_by_key("ns/a").unwrap();
         assert_eq!(a.data.as_ref().unwrap()["seen"], "yes");
         assert!(matches!(
@@ -542,8 +568,13 @@ async fn a_slow_handler_delays_neither_the_others_nor_its_own_sync_tracking() {
         tokio::time::timeout(bound, fast_reg.wait_synced())
             .await
             .unwrap();
-        tokio::time::timeout(bound, inf.wait_synced()).await.unwrap();
-        assert!(!slow_reg.has_synced(), "the slow handler has not returned yet");
+        tokio::time::timeout(bound, inf.wait_synced())
+            .await
+            .unwrap();
+        assert!(
+            !slow_reg.has_synced(),
+            "the slow handler has not returned yet"
+        );
         for i in 0..100 {
             lw.add(cm(&format!("b{i}"))).unwrap();
         }
@@ -554,7 +585,10 @@ async fn a_slow_handler_delays_neither_the_others_nor_its_own_sync_tracking() {
         })
         .await
         .unwrap();
-        assert!(slow_reg.pending() >= 100, "the slow handler's buffer grew instead");
+        assert!(
+            slow_reg.pending() >= 100,
+            "the slow handler's buffer grew instead"
+        );
         assert!(!slow_reg.has_synced());
         {
             let (lock, cv) = &*gate;
