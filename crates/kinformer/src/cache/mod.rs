@@ -36,5 +36,5 @@ pub use queue::{KnownObjects, PopFuture, Popped, ProcessFn, Queue};
 pub use real_fifo::{DEFAULT_MAX_BATCH, RealFifo};
 pub use selector::{Operator, Requirement, Selector, SelectorParseError};
 pub use sink::ReflectorSink;
-pub use store::{Indexer, IndexerError, Upserted};
+pub use store::{Indexer, IndexerError, PreviousItems, Upserted};
 pub use transform::{TransformFunc, strip_managed_fields, strip_managed_fields_transform};
