@@ -1,6 +1,9 @@
 //! Micro-benchmarks of the cache: indexer add/update/by_index and a DeltaFIFO / RealFIFO
 //! add + pop round trip. The fixed workloads (W4, W5) live in `kinformer bench cache`.
 
+#![allow(clippy::unwrap_used)] // benchmark setup: a failed step aborts the run
+#![allow(missing_docs)] // criterion_group! generates an undocumented function
+
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -16,7 +19,10 @@ fn pod(i: usize) -> Arc<Pod> {
     let mut p = Pod::default();
     p.metadata.name = Some(format!("pod-{i}"));
     p.metadata.namespace = Some(format!("ns-{}", i % 100));
-    p.metadata.labels = Some(BTreeMap::from([("app".to_string(), format!("a{}", i % 1000))]));
+    p.metadata.labels = Some(BTreeMap::from([(
+        "app".to_string(),
+        format!("a{}", i % 1000),
+    )]));
     Arc::new(p)
 }
 
@@ -58,7 +64,9 @@ fn bench_indexer(c: &mut Criterion) {
 }
 
 fn bench_fifos(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let pods: Vec<Arc<Pod>> = (0..1_000).map(pod).collect();
     c.bench_function("delta_fifo_add_pop_1k", |b| {
         b.iter(|| {

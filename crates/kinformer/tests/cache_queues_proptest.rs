@@ -3,13 +3,14 @@
 //! in exactly the server's final state, and the handler's view (built only from
 //! notifications) agrees — so every key that disappeared got a delete or a tombstone.
 
+#![allow(clippy::unwrap_used)] // test code: a failed step is a failed test
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::cache::{
-    DeltaFifo, Indexer, Notification, Popped, Queue, RealFifo, meta_namespace_key,
-    process_deltas,
+    DeltaFifo, Indexer, Notification, Popped, Queue, RealFifo, meta_namespace_key, process_deltas,
 };
 use proptest::prelude::*;
 
@@ -49,7 +50,9 @@ fn cm(k: u8, rv: u64) -> Arc<ConfigMap> {
 }
 
 fn key_rv(c: &ConfigMap) -> (String, String) {
-    let key = meta_namespace_key(c).map(|k| k.to_string()).unwrap_or_default();
+    let key = meta_namespace_key(c)
+        .map(|k| k.to_string())
+        .unwrap_or_default();
     (key, c.metadata.resource_version.clone().unwrap_or_default())
 }
 
@@ -62,24 +65,36 @@ struct Consumer {
 impl Consumer {
     fn apply(&mut self, popped: Popped<ConfigMap>) {
         let view = &mut self.view;
-        process_deltas(&self.indexer, popped.deltas, popped.is_in_initial_list, &mut |n| {
-            match n {
+        process_deltas(
+            &self.indexer,
+            popped.deltas,
+            popped.is_in_initial_list,
+            &mut |n| match n {
                 Notification::Add { obj, .. } => {
                     let (k, rv) = key_rv(&obj);
-                    assert!(!view.contains_key(&k), "add of a key the handler already has: {k}");
+                    assert!(
+                        !view.contains_key(&k),
+                        "add of a key the handler already has: {k}"
+                    );
                     view.insert(k, rv);
                 }
                 Notification::Update { new, .. } => {
                     let (k, rv) = key_rv(&new);
-                    assert!(view.contains_key(&k), "update of a key the handler lacks: {k}");
+                    assert!(
+                        view.contains_key(&k),
+                        "update of a key the handler lacks: {k}"
+                    );
                     view.insert(k, rv);
                 }
                 Notification::Delete(d) => {
                     let (k, _) = key_rv(d.object());
-                    assert!(view.remove(&k).is_some(), "delete of a key the handler lacks: {k}");
+                    assert!(
+                        view.remove(&k).is_some(),
+                        "delete of a key the handler lacks: {k}"
+                    );
                 }
-            }
-        })
+            },
+        )
         .unwrap();
     }
 }
@@ -158,7 +173,10 @@ fn run(ops: &[Op], make: impl FnOnce(Arc<Indexer<ConfigMap>>) -> Arc<dyn Queue<C
     let stored: BTreeMap<String, String> =
         consumer.indexer.list().iter().map(|c| key_rv(c)).collect();
     assert_eq!(stored, expected, "indexer differs from the server");
-    assert_eq!(consumer.view, expected, "handler view differs from the server");
+    assert_eq!(
+        consumer.view, expected,
+        "handler view differs from the server"
+    );
 }
 
 proptest! {

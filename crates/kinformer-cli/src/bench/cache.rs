@@ -35,7 +35,9 @@ pub fn run(workload: &str) -> Result<Vec<Row>, String> {
     match workload {
         "W4" => w4(),
         "W5" => w5(),
-        other => Err(format!("unknown cache workload {other:?} (known: {WORKLOADS:?})")),
+        other => Err(format!(
+            "unknown cache workload {other:?} (known: {WORKLOADS:?})"
+        )),
     }
 }
 
@@ -114,7 +116,9 @@ fn w4() -> Result<Vec<Row>, String> {
     let total = live_bytes().saturating_sub(base);
 
     // by_index.
-    let values: Vec<String> = (0..W4_BY_INDEX_CALLS).map(|i| format!("ns-{}", i % 100)).collect();
+    let values: Vec<String> = (0..W4_BY_INDEX_CALLS)
+        .map(|i| format!("ns-{}", i % 100))
+        .collect();
     let start = Instant::now();
     let mut items = 0usize;
     for v in &values {
@@ -141,7 +145,11 @@ fn w4() -> Result<Vec<Row>, String> {
         tracing::warn!("counting allocator not installed: heap figures omitted");
     } else {
         rows.push(row("heap_bytes_per_obj_total", per(total), "B"));
-        rows.push(row("heap_bytes_per_obj_objects_only", per(objects_only), "B"));
+        rows.push(row(
+            "heap_bytes_per_obj_objects_only",
+            per(objects_only),
+            "B",
+        ));
         rows.push(row(
             "heap_bytes_per_obj_indexer_only",
             per(total.saturating_sub(objects_only)),
@@ -212,7 +220,9 @@ fn w5_one(
     }
 
     // Phase 2: 1,000,000 updates of a 10,000-pod hot set against one concurrent popper.
-    let hot: Vec<Arc<Pod>> = (0..W5_HOT_SET).map(|i| Arc::new(bench_pod(i, i + 7))).collect();
+    let hot: Vec<Arc<Pod>> = (0..W5_HOT_SET)
+        .map(|i| Arc::new(bench_pod(i, i + 7)))
+        .collect();
     let start = Instant::now();
     let popper = {
         let queue = Arc::clone(&queue);
@@ -230,7 +240,10 @@ fn w5_one(
         .map_err(|e| format!("popper task failed: {e}"))??;
     let p2_ms = start.elapsed().as_secs_f64() * 1e3;
     if indexer.len() != W5_PODS {
-        return Err(format!("indexer holds {} pods, expected {W5_PODS}", indexer.len()));
+        return Err(format!(
+            "indexer holds {} pods, expected {W5_PODS}",
+            indexer.len()
+        ));
     }
     Ok(vec![
         row(&format!("p1_replace_plus_pop_all_ms{suffix}"), p1_ms, "ms"),

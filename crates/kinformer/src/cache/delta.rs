@@ -86,7 +86,11 @@ impl<K> fmt::Debug for Delta<K> {
             Delta::ReplacedAll {
                 resource_version,
                 objects,
-            } => write!(f, "ReplacedAll(rv={resource_version}, {} objects)", objects.len()),
+            } => write!(
+                f,
+                "ReplacedAll(rv={resource_version}, {} objects)",
+                objects.len()
+            ),
             Delta::Bookmark { resource_version } => write!(f, "Bookmark({resource_version})"),
             other => write!(f, "{:?}", other.delta_type()),
         }

@@ -12,7 +12,7 @@
 //! - A transformer runs once per object on add/update/delete/replace, never on tombstones or
 //!   resyncs; it runs before the queue's lock is taken.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
@@ -20,6 +20,7 @@ use kube_core::Resource;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::index::{FastMap, FastSet};
 use super::queue::{KnownObjects, PopFuture, Popped, ProcessFn, Queue};
 use super::transform::TransformFunc;
 use super::{
@@ -30,7 +31,7 @@ use super::{
 struct State<K> {
     /// Invariant: a key is in `items` iff it is in `queue`, exactly once; no delta list is
     /// empty.
-    items: HashMap<ObjectKey, Vec<Delta<K>>>,
+    items: FastMap<ObjectKey, Vec<Delta<K>>>,
     queue: VecDeque<ObjectKey>,
     /// The first `replace` (or a pop-free `has_synced` check after it) happened.
     populated: bool,
@@ -132,7 +133,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     pub fn new() -> Self {
         DeltaFifo {
             state: Mutex::new(State {
-                items: HashMap::new(),
+                items: FastMap::default(),
                 queue: VecDeque::new(),
                 populated: false,
                 initial_population_count: 0,
@@ -326,7 +327,8 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
         if s.closed {
             return Err(CacheError::Closed);
         }
-        let mut keys: HashSet<ObjectKey> = HashSet::with_capacity(keyed.len());
+        let mut keys: FastSet<ObjectKey> =
+            FastSet::with_capacity_and_hasher(keyed.len(), Default::default());
         for (key, obj) in keyed {
             keys.insert(key.clone());
             let delta = if self.emit_delta_type_replaced {
@@ -539,8 +541,11 @@ mod tests {
         f.add(pod_rv("ns", "gone", "1")).unwrap();
         f.update(pod_rv("ns", "gone", "2")).unwrap();
         f.add(pod_rv("ns", "stays", "1")).unwrap();
-        f.replace(vec![pod_rv("ns", "stays", "3"), pod_rv("ns", "new", "3")], "3")
-            .unwrap();
+        f.replace(
+            vec![pod_rv("ns", "stays", "3"), pod_rv("ns", "new", "3")],
+            "3",
+        )
+        .unwrap();
         let gone = pop(&f).await;
         assert_eq!(
             kinds(&gone.deltas),
@@ -550,7 +555,10 @@ mod tests {
         // The tombstone carries the newest queued state.
         assert_eq!(rv(gone.deltas[2].object().unwrap()), "2");
         let stays = pop(&f).await;
-        assert_eq!(kinds(&stays.deltas), [DeltaType::Added, DeltaType::Replaced]);
+        assert_eq!(
+            kinds(&stays.deltas),
+            [DeltaType::Added, DeltaType::Replaced]
+        );
         let new = pop(&f).await;
         assert_eq!(kinds(&new.deltas), [DeltaType::Replaced]);
         assert!(f.is_empty());
@@ -563,7 +571,7 @@ mod tests {
         // k2 also has a queued update: it gets exactly one tombstone, from the queue.
         f.update(pod_rv("ns", "k2", "2")).unwrap();
         f.replace(vec![pod_rv("ns", "x", "5")], "5").unwrap();
-        let mut by_key = HashMap::new();
+        let mut by_key = FastMap::default();
         while !f.is_empty() {
             let p = pop(&f).await;
             by_key.insert(popped_key(&p), p.deltas);
@@ -616,7 +624,10 @@ mod tests {
         assert!(f.has_synced());
         let g = DeltaFifo::<Pod>::new();
         g.add(pod("ns", "a", &[])).unwrap();
-        assert!(g.has_synced(), "populated by an add with nothing initial pending");
+        assert!(
+            g.has_synced(),
+            "populated by an add with nothing initial pending"
+        );
     }
 
     #[tokio::test]
@@ -637,7 +648,11 @@ mod tests {
         f.update(pod_rv("ns", "a", "2")).unwrap();
         f.resync().unwrap();
         let a = pop(&f).await;
-        assert_eq!(kinds(&a.deltas), [DeltaType::Updated], "update then resync: only Updated");
+        assert_eq!(
+            kinds(&a.deltas),
+            [DeltaType::Updated],
+            "update then resync: only Updated"
+        );
         let b = pop(&f).await;
         assert_eq!(kinds(&b.deltas), [DeltaType::Sync]);
         assert!(f.is_empty());
@@ -687,7 +702,10 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         f.close();
         assert!(matches!(waiter.await.unwrap(), Err(CacheError::Closed)));
-        assert!(matches!(f.add(pod("ns", "b", &[])), Err(CacheError::Closed)));
+        assert!(matches!(
+            f.add(pod("ns", "b", &[])),
+            Err(CacheError::Closed)
+        ));
     }
 
     #[tokio::test]
@@ -717,7 +735,9 @@ mod tests {
         let q: Arc<dyn Queue<Pod>> = Arc::new(DeltaFifo::new());
         q.add(pod("ns", "a", &[])).unwrap();
         let mut got = 0;
-        q.pop(&mut |p: Popped<Pod>| got += p.deltas.len()).await.unwrap();
+        q.pop(&mut |p: Popped<Pod>| got += p.deltas.len())
+            .await
+            .unwrap();
         assert_eq!(got, 1);
         q.close();
         assert!(q.is_closed());

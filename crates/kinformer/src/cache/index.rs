@@ -32,7 +32,8 @@ pub struct IndexFuncError(pub String);
 ///
 /// It runs without any indexer lock held, but must still be cheap and must not call back into
 /// the same indexer's write methods.
-pub type IndexFunc<K> = Arc<dyn Fn(&K, &mut Vec<String>) -> Result<(), IndexFuncError> + Send + Sync>;
+pub type IndexFunc<K> =
+    Arc<dyn Fn(&K, &mut Vec<String>) -> Result<(), IndexFuncError> + Send + Sync>;
 
 /// Named index functions, client-go's `Indexers`.
 pub type Indexers<K> = HashMap<String, IndexFunc<K>>;

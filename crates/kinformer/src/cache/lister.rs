@@ -119,8 +119,8 @@ impl<K: Resource> NamespaceLister<K> {
 mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
-    use super::super::test_util::pod;
     use super::super::namespace_index_func;
+    use super::super::test_util::pod;
     use super::*;
 
     fn fill(idx: &Indexer<Pod>) {
@@ -142,7 +142,10 @@ mod tests {
             let web = Selector::parse("app=web").unwrap();
             assert_eq!(lister.list(&web).len(), 2);
             assert_eq!(lister.list(&Selector::everything()).len(), 4);
-            assert_eq!(lister.namespaced("a").list(&Selector::everything()).len(), 2);
+            assert_eq!(
+                lister.namespaced("a").list(&Selector::everything()).len(),
+                2
+            );
             assert_eq!(lister.namespaced("a").list(&web).len(), 1);
             assert!(lister.namespaced("b").get("web-0").is_some());
             assert!(lister.namespaced("b").get("db-0").is_none());

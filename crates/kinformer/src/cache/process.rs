@@ -6,8 +6,8 @@ use std::sync::Arc;
 use kube_core::Resource;
 
 use super::{
-    DeletedFinalStateUnknown, DeletedObject, Delta, Indexer, IndexerError, Notification,
-    ObjectKey, meta_namespace_key,
+    DeletedFinalStateUnknown, DeletedObject, Delta, Indexer, IndexerError, Notification, ObjectKey,
+    meta_namespace_key,
 };
 
 /// Applies `deltas` (oldest first) to `indexer` and calls `handler` once per resulting
@@ -170,7 +170,9 @@ mod tests {
             let seen = run(&idx2, vec![make(pod_rv("ns", "a", "1"))]);
             assert_eq!(describe(&seen[0]), "add ns/a");
             let seen = run(&idx2, vec![make(pod_rv("ns", "a", "2"))]);
-            assert!(matches!(&seen[0], Notification::Update { old, new } if rv(old) == "1" && rv(new) == "2"));
+            assert!(
+                matches!(&seen[0], Notification::Update { old, new } if rv(old) == "1" && rv(new) == "2")
+            );
         }
         assert!(idx.is_empty());
     }

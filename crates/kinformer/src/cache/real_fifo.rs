@@ -12,7 +12,7 @@
 //! - `has_synced` turns true once everything queued up to the first `replace` has been popped
 //!   and processed; a batch never straddles that boundary.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
@@ -20,6 +20,7 @@ use kube_core::Resource;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::index::{FastMap, FastSet};
 use super::queue::{KnownObjects, PopFuture, Popped, ProcessFn, Queue};
 use super::transform::TransformFunc;
 use super::{
@@ -155,7 +156,11 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         }
     }
 
-    fn append(&self, entries: Vec<(Option<ObjectKey>, Delta<K>)>, replace: bool) -> Result<(), CacheError> {
+    fn append(
+        &self,
+        entries: Vec<(Option<ObjectKey>, Delta<K>)>,
+        replace: bool,
+    ) -> Result<(), CacheError> {
         let mut s = self.state.lock();
         if s.closed {
             return Err(CacheError::Closed);
@@ -205,15 +210,19 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
                         self.max_batch
                     };
                     let mut deltas = Vec::new();
-                    let mut seen: HashSet<ObjectKey> = HashSet::new();
+                    let mut seen: FastSet<ObjectKey> = FastSet::default();
                     while deltas.len() < limit {
-                        let Some((key, _)) = s.items.front() else { break };
+                        let Some((key, _)) = s.items.front() else {
+                            break;
+                        };
                         match key {
                             None if !deltas.is_empty() => break,
                             Some(k) if seen.contains(k) => break,
                             _ => {}
                         }
-                        let Some((key, delta)) = s.items.pop_front() else { break };
+                        let Some((key, delta)) = s.items.pop_front() else {
+                            break;
+                        };
                         deltas.push(delta);
                         match key {
                             None => break,
@@ -309,7 +318,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
             return self.append(vec![(None, delta)], true);
         }
         let mut entries = Vec::with_capacity(objs.len());
-        let mut keys = HashSet::with_capacity(objs.len());
+        let mut keys = FastSet::with_capacity_and_hasher(objs.len(), Default::default());
         for o in objs {
             let key = meta_namespace_key(o.as_ref())?;
             keys.insert(key.clone());
@@ -320,7 +329,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
             return Err(CacheError::Closed);
         }
         // The consumer's state once the log drains: known objects overlaid with the log.
-        let mut effective: HashMap<ObjectKey, Option<Arc<K>>> = HashMap::new();
+        let mut effective: FastMap<ObjectKey, Option<Arc<K>>> = FastMap::default();
         if let Some(known) = &self.known_objects {
             for key in known.list_keys() {
                 let obj = known.get_by_key(key.as_str());
@@ -379,7 +388,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
             return Err(CacheError::Closed);
         }
         // A key with deltas still in the log would be rolled back by a stale Sync: skip it.
-        let pending: HashSet<ObjectKey> = s.items.iter().filter_map(|(k, _)| k.clone()).collect();
+        let pending: FastSet<ObjectKey> = s.items.iter().filter_map(|(k, _)| k.clone()).collect();
         for key in known.list_keys() {
             if pending.contains(key.as_str()) {
                 continue;
@@ -516,8 +525,16 @@ mod tests {
         process_deltas(&idx, p.deltas, p.is_in_initial_list, &mut |n| seen.push(n)).unwrap();
         let described: Vec<String> = seen.iter().map(describe).collect();
         assert_eq!(described, ["tombstone ns/b", "add ns/c", "update ns/a"]);
-        assert!(matches!(&seen[1], Notification::Add { is_in_initial_list: true, .. }));
-        assert!(matches!(&seen[2], Notification::Update { old, new } if rv(old) == "1" && rv(new) == "2"));
+        assert!(matches!(
+            &seen[1],
+            Notification::Add {
+                is_in_initial_list: true,
+                ..
+            }
+        ));
+        assert!(
+            matches!(&seen[2], Notification::Update { old, new } if rv(old) == "1" && rv(new) == "2")
+        );
         assert_eq!(idx.len(), 2);
         assert!(idx.get_by_key("ns/b").is_none());
     }
@@ -559,7 +576,11 @@ mod tests {
             .filter_map(|d| d.key().and_then(|k| k.ok()).map(|k| k.to_string()))
             .collect();
         tombs.sort();
-        assert_eq!(tombs, ["ns/k", "ns/q"], "the already-deleted key gets no tombstone");
+        assert_eq!(
+            tombs,
+            ["ns/k", "ns/q"],
+            "the already-deleted key gets no tombstone"
+        );
         assert!(all.iter().any(|d| d.delta_type() == DeltaType::Replaced));
     }
 

@@ -98,8 +98,7 @@ fn valid_key(k: &str) -> bool {
     let prefix_ok = prefix.is_none_or(|p| {
         !p.is_empty()
             && p.len() <= 253
-            && p
-                .chars()
+            && p.chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
     });
     name_ok && prefix_ok

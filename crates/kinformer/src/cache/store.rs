@@ -189,7 +189,10 @@ impl<K> fmt::Debug for Indexer<K> {
             .field("items", &s.items.len())
             .field(
                 "indexers",
-                &s.indexers.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+                &s.indexers
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -266,6 +269,13 @@ impl<K: Resource> Indexer<K> {
             let s = self.state.read();
             (s.items.get(key.as_str()), Arc::clone(&s.indexers))
         };
+        if let Some(o) = &old
+            && Arc::ptr_eq(o, &obj)
+        {
+            // The very object already stored (a resync, a repeated delta): index values of
+            // the same object cannot differ, so nothing changes.
+            return Ok(Upserted { old, new: obj });
+        }
         let new_vals = compute_values(&funcs, &key, &obj)?;
         let old_vals = match &old {
             Some(o) => Some(compute_values(&funcs, &key, o)?),
@@ -458,7 +468,10 @@ impl<K: Resource> Indexer<K> {
                 keys.extend(set.iter());
             }
         }
-        Ok(keys.into_iter().filter_map(|k| s.items.get(k.as_str())).collect())
+        Ok(keys
+            .into_iter()
+            .filter_map(|k| s.items.get(k.as_str()))
+            .collect())
     }
 
     /// The keys whose objects have `value` in index `name`, sorted.
@@ -615,17 +628,29 @@ mod tests {
     #[test]
     fn multi_value_index_is_updated_from_old_and_new_values() {
         let idx = users_indexer();
-        idx.add(pod("ns", "one", &[("users", "ernie.bert")])).unwrap();
-        idx.add(pod("ns", "two", &[("users", "bert.oscar")])).unwrap();
-        idx.add(pod("ns", "tre", &[("users", "ernie.elmo")])).unwrap();
-        assert_eq!(names(idx.by_index("by_user", "ernie").unwrap()), ["one", "tre"]);
-        assert_eq!(names(idx.by_index("by_user", "bert").unwrap()), ["one", "two"]);
+        idx.add(pod("ns", "one", &[("users", "ernie.bert")]))
+            .unwrap();
+        idx.add(pod("ns", "two", &[("users", "bert.oscar")]))
+            .unwrap();
+        idx.add(pod("ns", "tre", &[("users", "ernie.elmo")]))
+            .unwrap();
+        assert_eq!(
+            names(idx.by_index("by_user", "ernie").unwrap()),
+            ["one", "tre"]
+        );
+        assert_eq!(
+            names(idx.by_index("by_user", "bert").unwrap()),
+            ["one", "two"]
+        );
 
         // "one" moves from ernie,bert to elmo: ernie keeps tre, bert keeps two.
         idx.update(pod("ns", "one", &[("users", "elmo")])).unwrap();
         assert_eq!(names(idx.by_index("by_user", "ernie").unwrap()), ["tre"]);
         assert_eq!(names(idx.by_index("by_user", "bert").unwrap()), ["two"]);
-        assert_eq!(names(idx.by_index("by_user", "elmo").unwrap()), ["one", "tre"]);
+        assert_eq!(
+            names(idx.by_index("by_user", "elmo").unwrap()),
+            ["one", "tre"]
+        );
 
         // Deleting the last holder of a value removes the value.
         idx.delete(&pod("ns", "two", &[])).unwrap();
@@ -659,7 +684,8 @@ mod tests {
 
     #[test]
     fn index_keys_are_sorted() {
-        let idx = Indexer::<Pod>::new([(NAMESPACE_INDEX.to_string(), namespace_index_func())].into());
+        let idx =
+            Indexer::<Pod>::new([(NAMESPACE_INDEX.to_string(), namespace_index_func())].into());
         for name in ["d", "b", "a", "c"] {
             idx.add(pod("ns", name, &[])).unwrap();
         }
@@ -724,7 +750,10 @@ mod tests {
         assert!(matches!(err, IndexerError::IndexFunc { ref index, .. } if index == "v"));
         assert_eq!(names(idx.by_index("v", "1").unwrap()), ["a"]);
         let err = idx
-            .replace(vec![pod("ns", "b", &[("v", "2")]), pod("ns", "c", &[])], "5")
+            .replace(
+                vec![pod("ns", "b", &[("v", "2")]), pod("ns", "c", &[])],
+                "5",
+            )
             .unwrap_err();
         assert!(matches!(err, IndexerError::IndexFunc { .. }));
         assert_eq!(idx.list_keys().len(), 1);
@@ -737,7 +766,10 @@ mod tests {
         idx.add(pod("ns", "a", &[("app", "web")])).unwrap();
         idx.add(pod("ns", "b", &[("app", "web")])).unwrap();
         let old = idx
-            .replace_take_old(vec![pod("ns", "b", &[("app", "db")]), pod("ns", "c", &[])], "9")
+            .replace_take_old(
+                vec![pod("ns", "b", &[("app", "db")]), pod("ns", "c", &[])],
+                "9",
+            )
             .unwrap();
         assert_eq!(old.len(), 2);
         assert!(idx.get_by_key("ns/a").is_none());
@@ -781,7 +813,8 @@ mod tests {
             out.push("x".into());
             Ok(())
         });
-        let idx = INDEXER.get_or_init(|| Arc::new(Indexer::new([("r".to_string(), reading)].into())));
+        let idx =
+            INDEXER.get_or_init(|| Arc::new(Indexer::new([("r".to_string(), reading)].into())));
         idx.add(pod("ns", "a", &[])).unwrap();
         idx.update(pod("ns", "a", &[])).unwrap();
         idx.delete(&pod("ns", "a", &[])).unwrap();
