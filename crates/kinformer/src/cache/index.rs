@@ -7,12 +7,19 @@
 //! `Vec`: the indexer computes all indices of an object into one reused buffer, so indexing an
 //! object costs one allocation per value (the value's `String`) rather than one extra per index.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use kube_core::Resource;
 
 use super::ObjectKey;
+
+/// The hasher of the cache's internal maps: fast for short string keys, randomly seeded.
+pub(crate) type FastState = foldhash::fast::RandomState;
+/// A map with [`FastState`].
+pub(crate) type FastMap<K, V> = HashMap<K, V, FastState>;
+/// A set with [`FastState`].
+pub(crate) type FastSet<K> = std::collections::HashSet<K, FastState>;
 
 /// Why an index function could not index an object (client-go panics here; kinformer returns
 /// this as [`IndexerError::IndexFunc`](super::IndexerError::IndexFunc)).
@@ -73,7 +80,7 @@ pub fn label_index_func<K: Resource>(label: impl Into<String>) -> IndexFunc<K> {
 /// Invariant: no value maps to an empty set (empty sets are removed).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Index {
-    pub(crate) map: HashMap<String, HashSet<ObjectKey>>,
+    pub(crate) map: FastMap<String, FastSet<ObjectKey>>,
 }
 
 impl Index {
@@ -99,7 +106,7 @@ impl Index {
                     set.insert(key.clone());
                 }
                 None => {
-                    let mut set = HashSet::with_capacity(1);
+                    let mut set = FastSet::with_capacity_and_hasher(1, FastState::default());
                     set.insert(key.clone());
                     self.map.insert(n, set);
                 }

@@ -10,14 +10,14 @@
 //!   old object a write reads is still current when it applies — lock order: `writer` → `state`.
 //! - Index values whose key set becomes empty are removed; `replace` rebuilds everything.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
 use kube_core::Resource;
 use parking_lot::{Mutex, RwLock};
 
-use super::index::{Index, IndexFunc, IndexFuncError, IndexValues, Indexers};
+use super::index::{FastMap, FastState, Index, IndexFunc, IndexFuncError, IndexValues, Indexers};
 use super::transform::TransformFunc;
 use super::{KeyError, ObjectKey, meta_namespace_key};
 
@@ -51,15 +51,15 @@ pub enum IndexerError {
 /// Only the typed form exists: objects kept as `Arc<K>`. A compact form (objects kept encoded
 /// and decoded on read) would be a second variant; every access goes through these methods.
 enum Items<K> {
-    Typed(HashMap<ObjectKey, Arc<K>>),
+    Typed(FastMap<ObjectKey, Arc<K>>),
 }
 
 impl<K> Items<K> {
     fn new() -> Self {
-        Items::Typed(HashMap::new())
+        Items::Typed(FastMap::default())
     }
     fn with_capacity(n: usize) -> Self {
-        Items::Typed(HashMap::with_capacity(n))
+        Items::Typed(FastMap::with_capacity_and_hasher(n, FastState::default()))
     }
     fn get(&self, key: &str) -> Option<Arc<K>> {
         match self {
@@ -96,7 +96,7 @@ impl<K> Items<K> {
             Items::Typed(m) => m.iter().map(|(k, v)| (k, Arc::clone(v))),
         }
     }
-    fn into_map(self) -> HashMap<ObjectKey, Arc<K>> {
+    fn into_map(self) -> FastMap<ObjectKey, Arc<K>> {
         match self {
             Items::Typed(m) => m,
         }
@@ -120,6 +120,40 @@ pub struct Upserted<K> {
     pub old: Option<Arc<K>>,
     /// The object now stored (after the transform, if any).
     pub new: Arc<K>,
+}
+
+/// The content an indexer held before a [`Indexer::replace_take_old`].
+pub struct PreviousItems<K>(FastMap<ObjectKey, Arc<K>>);
+
+impl<K> fmt::Debug for PreviousItems<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreviousItems")
+            .field("len", &self.0.len())
+            .finish()
+    }
+}
+
+impl<K> PreviousItems<K> {
+    /// The object that was stored under `key`.
+    pub fn get(&self, key: &str) -> Option<&Arc<K>> {
+        self.0.get(key)
+    }
+    /// Takes the object that was stored under `key`.
+    pub fn remove(&mut self, key: &str) -> Option<Arc<K>> {
+        self.0.remove(key)
+    }
+    /// The keys, in no particular order.
+    pub fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.0.keys()
+    }
+    /// Number of objects.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// True if the indexer was empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// A thread-safe, indexed object cache keyed by `namespace/name`: client-go's `Indexer`.
@@ -235,6 +269,13 @@ impl<K: Resource> Indexer<K> {
             let s = self.state.read();
             (s.items.get(key.as_str()), Arc::clone(&s.indexers))
         };
+        if let Some(o) = &old
+            && Arc::ptr_eq(o, &obj)
+        {
+            // The very object already stored (a resync, a repeated delta): index values of
+            // the same object cannot differ, so nothing changes.
+            return Ok(Upserted { old, new: obj });
+        }
         let new_vals = compute_values(&funcs, &key, &obj)?;
         let old_vals = match &old {
             Some(o) => Some(compute_values(&funcs, &key, o)?),
@@ -359,7 +400,7 @@ impl<K: Resource> Indexer<K> {
         &self,
         objs: Vec<Arc<K>>,
         _resource_version: &str,
-    ) -> Result<HashMap<ObjectKey, Arc<K>>, IndexerError> {
+    ) -> Result<PreviousItems<K>, IndexerError> {
         let _w = self.writer.lock();
         let funcs = Arc::clone(&self.state.read().indexers);
         let mut items = Items::with_capacity(objs.len());
@@ -383,7 +424,7 @@ impl<K: Resource> Indexer<K> {
         s.indices = indices;
         let old = std::mem::replace(&mut s.items, items);
         drop(s);
-        Ok(old.into_map())
+        Ok(PreviousItems(old.into_map()))
     }
 
     /// A no-op kept for client-go's `Store` shape: a store has nothing to resync.
