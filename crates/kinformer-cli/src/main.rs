@@ -1,6 +1,7 @@
 //! The `kinformer` command.
 
 mod bench;
+mod demo;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +26,8 @@ enum Command {
     },
     /// Run the embedded Kubernetes API server.
     Serve(serve::ServeArgs),
+    /// Run a ReplicaSet controller against a misbehaving API server until it converges.
+    Demo(demo::DemoArgs),
 }
 
 fn main() {
@@ -33,5 +36,6 @@ fn main() {
         Command::Bench(args) => bench::exit_on_error(bench::run(&args)),
         Command::BenchRun { workload } => bench::exit_on_error(bench::run_one(&workload)),
         Command::Serve(args) => std::process::exit(serve::run(args)),
+        Command::Demo(args) => std::process::exit(demo::run(args)),
     }
 }
