@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod serve;
+mod watch;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +29,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run a ReplicaSet controller against a misbehaving API server until it converges.
     Demo(demo::DemoArgs),
+    /// Mirror a resource of a cluster (or a `kinformer serve`) into an informer and print its events.
+    Watch(watch::WatchArgs),
 }
 
 fn main() {
@@ -37,5 +40,6 @@ fn main() {
         Command::BenchRun { workload } => bench::exit_on_error(bench::run_one(&workload)),
         Command::Serve(args) => std::process::exit(serve::run(args)),
         Command::Demo(args) => std::process::exit(demo::run(args)),
+        Command::Watch(args) => std::process::exit(watch::run(args)),
     }
 }
