@@ -224,7 +224,11 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
     eprintln!(
         "watching {} ({}/{}){}",
         ar.plural,
-        if ar.group.is_empty() { "core" } else { &ar.group },
+        if ar.group.is_empty() {
+            "core"
+        } else {
+            &ar.group
+        },
         ar.version,
         args.namespace
             .as_deref()
@@ -296,7 +300,13 @@ mod tests {
             kind: "Deployment".into(),
             plural: "deployments".into(),
         };
-        for n in ["deployments", "deploy", "Deployment", "deployment", "deployments.apps"] {
+        for n in [
+            "deployments",
+            "deploy",
+            "Deployment",
+            "deployment",
+            "deployments.apps",
+        ] {
             assert!(matches(n, &ar), "{n}");
         }
         for n in ["pods", "deployments.extensions", "dep"] {

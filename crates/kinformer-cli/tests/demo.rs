@@ -19,7 +19,16 @@ fn demo(args: &[&str]) -> (bool, String) {
 
 #[test]
 fn small_demo_with_chaos_converges_and_verifies() {
-    let (ok, out) = demo(&["--seed", "3", "--replicasets", "8", "--chaos", "low", "--chaos-secs", "1.5"]);
+    let (ok, out) = demo(&[
+        "--seed",
+        "3",
+        "--replicasets",
+        "8",
+        "--chaos",
+        "low",
+        "--chaos-secs",
+        "1.5",
+    ]);
     assert!(ok, "demo failed:\n{out}");
     assert!(out.contains("VERIFIED: "), "{out}");
     assert!(out.contains("initial convergence: 8 ReplicaSets"), "{out}");
@@ -30,7 +39,18 @@ fn small_demo_with_chaos_converges_and_verifies() {
 
 #[test]
 fn demo_without_chaos_converges() {
-    let (ok, out) = demo(&["--seed", "5", "--replicasets", "5", "--chaos", "off", "--chaos-secs", "0.5", "--workers", "2"]);
+    let (ok, out) = demo(&[
+        "--seed",
+        "5",
+        "--replicasets",
+        "5",
+        "--chaos",
+        "off",
+        "--chaos-secs",
+        "0.5",
+        "--workers",
+        "2",
+    ]);
     assert!(ok, "demo failed:\n{out}");
     assert!(out.contains("(faults: none)"), "{out}");
     assert!(out.contains("VERIFIED: "), "{out}");
@@ -44,7 +64,16 @@ fn chaos_high_converges_for_several_seeds() {
     }
     for seed in 1..=5u64 {
         let seed = seed.to_string();
-        let (ok, out) = demo(&["--seed", &seed, "--replicasets", "30", "--chaos", "high", "--chaos-secs", "4"]);
+        let (ok, out) = demo(&[
+            "--seed",
+            &seed,
+            "--replicasets",
+            "30",
+            "--chaos",
+            "high",
+            "--chaos-secs",
+            "4",
+        ]);
         assert!(ok, "seed {seed} failed:\n{out}");
         assert!(out.contains("VERIFIED: "), "seed {seed}:\n{out}");
     }

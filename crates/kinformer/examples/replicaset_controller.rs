@@ -133,12 +133,14 @@ async fn main() -> Result<(), Error> {
     if embedded.is_some() {
         let api: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
         for (name, replicas) in [("web", 5), ("api", 3), ("worker", 8)] {
-            api.create(&PostParams::default(), &replicaset(name, replicas)).await?;
+            api.create(&PostParams::default(), &replicaset(name, replicas))
+                .await?;
         }
         println!("created 3 ReplicaSets; reconciling:");
         wait_converged(&controller).await;
         let scale = serde_json::json!({"spec": {"replicas": 2}});
-        api.patch("worker", &PatchParams::default(), &Patch::Merge(&scale)).await?;
+        api.patch("worker", &PatchParams::default(), &Patch::Merge(&scale))
+            .await?;
         println!("scaled worker to 2; reconciling:");
         tokio::time::sleep(Duration::from_millis(100)).await;
         wait_converged(&controller).await;

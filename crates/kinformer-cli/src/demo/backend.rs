@@ -73,7 +73,11 @@ fn is_final(e: &kube::Error) -> bool {
 
 fn ignore_remote(r: Result<(), kube::Error>, not_found: bool) -> Result<(), BackendError> {
     match r {
-        Err(kube::Error::Api(s)) if (not_found && s.is_not_found()) || (!not_found && s.is_already_exists()) => Ok(()),
+        Err(kube::Error::Api(s))
+            if (not_found && s.is_not_found()) || (!not_found && s.is_already_exists()) =>
+        {
+            Ok(())
+        }
         other => Ok(other?),
     }
 }
@@ -119,9 +123,7 @@ impl Backend {
                 let api: Api<ReplicaSet> = Api::namespaced(client.clone(), ns);
                 let pp = PatchParams::default();
                 let patch = Patch::Merge(&patch);
-                let r = retry(|| api.patch(name, &pp, &patch))
-                    .await
-                    .map(drop);
+                let r = retry(|| api.patch(name, &pp, &patch)).await.map(drop);
                 ignore_remote(r, true)
             }
         }
@@ -130,15 +132,14 @@ impl Backend {
     /// Deletes a ReplicaSet (a missing one is fine).
     pub async fn delete_replicaset(&self, ns: &str, name: &str) -> Result<(), BackendError> {
         match self {
-            Backend::Embedded(s) => {
-                ignore_embedded(s.store().delete_typed::<ReplicaSet>(ns, name).map(drop), 404)
-            }
+            Backend::Embedded(s) => ignore_embedded(
+                s.store().delete_typed::<ReplicaSet>(ns, name).map(drop),
+                404,
+            ),
             Backend::Remote { client, .. } => {
                 let api: Api<ReplicaSet> = Api::namespaced(client.clone(), ns);
                 let dp = DeleteParams::default();
-                let r = retry(|| api.delete(name, &dp))
-                    .await
-                    .map(drop);
+                let r = retry(|| api.delete(name, &dp)).await.map(drop);
                 ignore_remote(r, true)
             }
         }
@@ -153,9 +154,7 @@ impl Backend {
             Backend::Remote { client, .. } => {
                 let api: Api<Pod> = Api::namespaced(client.clone(), ns);
                 let dp = DeleteParams::default();
-                let r = retry(|| api.delete(name, &dp))
-                    .await
-                    .map(drop);
+                let r = retry(|| api.delete(name, &dp)).await.map(drop);
                 ignore_remote(r, true)
             }
         }
@@ -178,7 +177,10 @@ impl Backend {
     }
 }
 
-async fn list_remote<K>(client: &kube::Client, namespace: &Option<String>) -> Result<Vec<K>, kube::Error>
+async fn list_remote<K>(
+    client: &kube::Client,
+    namespace: &Option<String>,
+) -> Result<Vec<K>, kube::Error>
 where
     K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
         + Clone

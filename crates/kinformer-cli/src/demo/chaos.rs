@@ -27,7 +27,12 @@ impl ChaosLevel {
         vec![
             FaultRule::random(Fault::CloseWatch { after_events: 20 }, watch_drop),
             FaultRule::random(Fault::WatchGone, gone),
-            FaultRule::random(Fault::TooManyRequests { retry_after_secs: 1 }, throttle),
+            FaultRule::random(
+                Fault::TooManyRequests {
+                    retry_after_secs: 1,
+                },
+                throttle,
+            ),
             FaultRule::random(Fault::InternalError, error).on(Target::Write),
             FaultRule::random(Fault::InternalError, error / 2.0).on(Target::List),
             FaultRule::random(Fault::ExpireContinue, expire),

@@ -50,9 +50,9 @@ impl ConnectArgs {
     /// Cancel-safe (it only reads files).
     pub async fn config(&self, infer: bool) -> Result<Option<kube::Config>, ConnectError> {
         if let Some(url) = &self.server {
-            let uri = url
-                .parse()
-                .map_err(|e: axum::http::uri::InvalidUri| ConnectError::Url(url.clone(), e.to_string()))?;
+            let uri = url.parse().map_err(|e: axum::http::uri::InvalidUri| {
+                ConnectError::Url(url.clone(), e.to_string())
+            })?;
             return Ok(Some(kube::Config::new(uri)));
         }
         let options = KubeConfigOptions {
@@ -61,7 +61,9 @@ impl ConnectArgs {
         };
         if let Some(path) = &self.kubeconfig {
             let kc = Kubeconfig::read_from(path)?;
-            return Ok(Some(kube::Config::from_custom_kubeconfig(kc, &options).await?));
+            return Ok(Some(
+                kube::Config::from_custom_kubeconfig(kc, &options).await?,
+            ));
         }
         if self.context.is_some() {
             return Ok(Some(kube::Config::from_kubeconfig(&options).await?));

@@ -28,7 +28,9 @@ pub struct Kubelet {
 
 impl std::fmt::Debug for Kubelet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Kubelet").field("queue", &self.queue).finish_non_exhaustive()
+        f.debug_struct("Kubelet")
+            .field("queue", &self.queue)
+            .finish_non_exhaustive()
     }
 }
 
@@ -61,7 +63,10 @@ impl Kubelet {
     ///
     /// # Errors
     /// [`InformerError`] if the informer has stopped.
-    pub fn new(pods: SharedIndexInformer<Pod>, client: kube::Client) -> Result<Self, InformerError> {
+    pub fn new(
+        pods: SharedIndexInformer<Pod>,
+        client: kube::Client,
+    ) -> Result<Self, InformerError> {
         let queue = RateLimitingQueue::new(default_controller_rate_limiter());
         pods.add_event_handler(Handler {
             queue: queue.clone(),

@@ -97,7 +97,10 @@ pub fn run(args: DemoArgs) -> i32 {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -179,7 +182,10 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
             })
             .await?;
             let config = server.kube_config()?;
-            let ns = EMBEDDED_NAMESPACES.iter().map(|s| (*s).to_owned()).collect();
+            let ns = EMBEDDED_NAMESPACES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect();
             (Backend::Embedded(server), config, ns)
         }
     };
@@ -195,7 +201,11 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     config.default_retry = false;
     let client = kube::Client::try_from(config)?;
 
-    let chaos = if embedded.is_some() { args.chaos } else { ChaosLevel::Off };
+    let chaos = if embedded.is_some() {
+        args.chaos
+    } else {
+        ChaosLevel::Off
+    };
     let scenario = scenario::generate(
         args.seed,
         args.replicasets,
@@ -266,8 +276,16 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
             std::env::var("HOSTNAME").unwrap_or_else(|_| "demo".into()),
             std::process::id()
         );
-        let lock_ns = namespaces.first().cloned().unwrap_or_else(|| "default".into());
-        let lock = LeaseLock::new(client.clone(), lock_ns, "kinformer-demo-controller", identity.clone());
+        let lock_ns = namespaces
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "default".into());
+        let lock = LeaseLock::new(
+            client.clone(),
+            lock_ns,
+            "kinformer-demo-controller",
+            identity.clone(),
+        );
         let mut le = LeaderElectionConfig::new(lock);
         le.release_on_cancel = true;
         le.name = "kinformer-demo".into();
@@ -279,16 +297,22 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
             loop {
                 let s = states.borrow_and_update().clone();
                 let who = s.leader.clone().unwrap_or_else(|| "nobody".into());
-                *leader2.lock() = format!(" | leader {who}{}", if s.leading { " (me)" } else { "" });
+                *leader2.lock() =
+                    format!(" | leader {who}{}", if s.leading { " (me)" } else { "" });
                 if states.changed().await.is_err() {
                     break;
                 }
             }
         });
-        say(&format!("  leader election as {identity}: the controller runs only while leading"));
+        say(&format!(
+            "  leader election as {identity}: the controller runs only while leading"
+        ));
         tasks.spawn(async move {
             let r = elector
-                .run_while_leading(cancel2, |leading| async move { c.run(workers, leading).await })
+                .run_while_leading(
+                    cancel2,
+                    |leading| async move { c.run(workers, leading).await },
+                )
                 .await;
             if let Err(e) = r {
                 tracing::error!(error = %e, "leader election failed");
@@ -308,7 +332,11 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     let sources = progress::Sources {
         faults: Box::new({
             let f = faults_handle.clone();
-            move || f.as_ref().map(|f| f.counts().into_iter().collect()).unwrap_or_default()
+            move || {
+                f.as_ref()
+                    .map(|f| f.counts().into_iter().collect())
+                    .unwrap_or_default()
+            }
         }),
         leader: Box::new({
             let l = leader.clone();
@@ -339,7 +367,10 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
             initial_time.as_secs_f64()
         ));
     } else {
-        say(&format!("initial convergence not reached in {:.0} s; continuing", deadline.as_secs_f64()));
+        say(&format!(
+            "initial convergence not reached in {:.0} s; continuing",
+            deadline.as_secs_f64()
+        ));
     }
 
     // Phase 2: chaos.
@@ -348,12 +379,22 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     if let Some(f) = &faults_handle {
         chaos::start(f, chaos, args.seed);
     }
-    let done = run_chaos(&backend, &scenario, chaos, faults_handle.as_ref(), args.seed).await;
+    let done = run_chaos(
+        &backend,
+        &scenario,
+        chaos,
+        faults_handle.as_ref(),
+        args.seed,
+    )
+    .await;
     if let Some(f) = &faults_handle {
         chaos::stop(f);
     }
     let chaos_time = t.elapsed();
-    let fault_counts: BTreeMap<&str, u64> = faults_handle.as_ref().map(|f| f.counts()).unwrap_or_default();
+    let fault_counts: BTreeMap<&str, u64> = faults_handle
+        .as_ref()
+        .map(|f| f.counts())
+        .unwrap_or_default();
     say(&format!(
         "chaos: {:.1} s, {} (faults: {})",
         chaos_time.as_secs_f64(),
@@ -361,7 +402,11 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
         if fault_counts.is_empty() {
             "none".to_string()
         } else {
-            fault_counts.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+            fault_counts
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         }
     ));
 
@@ -384,7 +429,10 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
         g(&st.pods_deleted),
         g(&st.status_updates),
         g(&st.events),
-        kubelet.as_ref().map(|k| format!("; kubelet started {} pods", k.started())).unwrap_or_default(),
+        kubelet
+            .as_ref()
+            .map(|k| format!("; kubelet started {} pods", k.started()))
+            .unwrap_or_default(),
     ));
     say(&format!(
         "informers: replicasets {} objects (version {}), pods {} objects (version {})",
@@ -424,7 +472,11 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
 }
 
 /// Waits until the world verifies or `deadline` passes; returns the last verification.
-async fn converge(backend: &Backend, controller: &ReplicaSetController, deadline: Duration) -> Verification {
+async fn converge(
+    backend: &Backend,
+    controller: &ReplicaSetController,
+    deadline: Duration,
+) -> Verification {
     let until = Instant::now() + deadline;
     loop {
         // Cheap check on the caches first; the server is asked only when they look done.
@@ -481,7 +533,11 @@ impl ChaosDone {
             self.killed,
             self.outages,
             self.compactions,
-            if self.failed > 0 { format!(", {} actions failed", self.failed) } else { String::new() }
+            if self.failed > 0 {
+                format!(", {} actions failed", self.failed)
+            } else {
+                String::new()
+            }
         )
     }
 }
@@ -555,7 +611,11 @@ async fn run_chaos(
         }
         tokio::time::sleep_until(start + step.at).await;
         let r = match &step.action {
-            Action::Scale { namespace, name, replicas } => {
+            Action::Scale {
+                namespace,
+                name,
+                replicas,
+            } => {
                 done.scaled += 1;
                 backend.scale_replicaset(namespace, name, *replicas).await
             }

@@ -9,8 +9,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::controller::{
-    CONTROLLER_UID_INDEX, ControllerStats, ReplicaSetController, computed_status,
-    desired_replicas, is_pod_active,
+    CONTROLLER_UID_INDEX, ControllerStats, ReplicaSetController, computed_status, desired_replicas,
+    is_pod_active,
 };
 use super::metrics::{DemoMetrics, label};
 
@@ -40,15 +40,20 @@ pub fn snapshot(controller: &ReplicaSetController, faults: u64) -> Snapshot {
     let mut converged = 0;
     let all = rs_cache.list();
     for rs in &all {
-        let Some(uid) = rs.metadata.uid.as_deref() else { continue };
-        let Ok(owned) = pods.by_index(CONTROLLER_UID_INDEX, uid) else { continue };
+        let Some(uid) = rs.metadata.uid.as_deref() else {
+            continue;
+        };
+        let Ok(owned) = pods.by_index(CONTROLLER_UID_INDEX, uid) else {
+            continue;
+        };
         let want = desired_replicas(rs);
         let status = computed_status(rs, &owned);
         let reported = rs.status.as_ref();
         if owned.iter().filter(|p| is_pod_active(p)).count() == want
             && usize::try_from(status.ready_replicas.unwrap_or(0)).ok() == Some(want)
             && reported.map(|s| s.replicas) == Some(status.replicas)
-            && reported.and_then(|s| s.ready_replicas).unwrap_or(0) == status.ready_replicas.unwrap_or(0)
+            && reported.and_then(|s| s.ready_replicas).unwrap_or(0)
+                == status.ready_replicas.unwrap_or(0)
         {
             converged += 1;
         }
@@ -66,12 +71,24 @@ pub fn snapshot(controller: &ReplicaSetController, faults: u64) -> Snapshot {
 }
 
 /// Copies a snapshot and the controller's counters into the metric families.
-pub fn export(controller: &ReplicaSetController, s: &Snapshot, faults: &[(&str, u64)], m: &DemoMetrics) {
+pub fn export(
+    controller: &ReplicaSetController,
+    s: &Snapshot,
+    faults: &[(&str, u64)],
+    m: &DemoMetrics,
+) {
     let set = |g: &prometheus_client::metrics::gauge::Gauge, v: u64| {
         g.set(i64::try_from(v).unwrap_or(i64::MAX));
     };
-    set(&m.informer_objects.get_or_create(&label("informer", "replicasets")), s.replicasets as u64);
-    set(&m.informer_objects.get_or_create(&label("informer", "pods")), s.pods as u64);
+    set(
+        &m.informer_objects
+            .get_or_create(&label("informer", "replicasets")),
+        s.replicasets as u64,
+    );
+    set(
+        &m.informer_objects.get_or_create(&label("informer", "pods")),
+        s.pods as u64,
+    );
     let st = controller.stats();
     for (op, c) in [
         ("syncs", &st.syncs),
@@ -82,7 +99,10 @@ pub fn export(controller: &ReplicaSetController, s: &Snapshot, faults: &[(&str, 
         ("status_updates", &st.status_updates),
         ("events", &st.events),
     ] {
-        set(&m.controller.get_or_create(&label("op", op)), ControllerStats::get(c));
+        set(
+            &m.controller.get_or_create(&label("op", op)),
+            ControllerStats::get(c),
+        );
     }
     for (name, n) in faults {
         set(&m.faults.get_or_create(&label("fault", name)), *n);
@@ -105,7 +125,13 @@ impl Phase {
 }
 
 /// Renders one progress line.
-pub fn render(elapsed: Duration, phase: &str, s: &Snapshot, events_per_sec: f64, leader: &str) -> String {
+pub fn render(
+    elapsed: Duration,
+    phase: &str,
+    s: &Snapshot,
+    events_per_sec: f64,
+    leader: &str,
+) -> String {
     format!(
         "[{:>5.1}s] {phase:<8} converged {}/{} ReplicaSets | pods {} | queue {} | retries {} | faults {} | {:.0} events/s{leader}",
         elapsed.as_secs_f64(),
@@ -141,7 +167,11 @@ pub async fn run(
     cancel: CancellationToken,
 ) {
     let tty = std::io::stdout().is_terminal();
-    let every = if tty { Duration::from_millis(250) } else { Duration::from_secs(2) };
+    let every = if tty {
+        Duration::from_millis(250)
+    } else {
+        Duration::from_secs(2)
+    };
     let start = Instant::now();
     let mut tick = tokio::time::interval(every);
     let (mut last_events, mut last_at) = (0u64, Instant::now());
@@ -157,7 +187,8 @@ pub async fn run(
             export(&controller, &s, &faults, m);
         }
         let now = Instant::now();
-        let rate = s.events.saturating_sub(last_events) as f64 / now.duration_since(last_at).as_secs_f64().max(1e-3);
+        let rate = s.events.saturating_sub(last_events) as f64
+            / now.duration_since(last_at).as_secs_f64().max(1e-3);
         (last_events, last_at) = (s.events, now);
         if quiet {
             continue;

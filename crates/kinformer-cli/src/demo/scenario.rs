@@ -205,8 +205,14 @@ mod tests {
     #[test]
     fn same_seed_same_scenario() {
         let d = Duration::from_secs(5);
-        assert_eq!(generate(7, 20, &ns(), d, true), generate(7, 20, &ns(), d, true));
-        assert_ne!(generate(7, 20, &ns(), d, true), generate(8, 20, &ns(), d, true));
+        assert_eq!(
+            generate(7, 20, &ns(), d, true),
+            generate(7, 20, &ns(), d, true)
+        );
+        assert_ne!(
+            generate(7, 20, &ns(), d, true),
+            generate(8, 20, &ns(), d, true)
+        );
     }
 
     #[test]
@@ -238,7 +244,11 @@ mod tests {
     #[test]
     fn no_pod_kills_without_chaos() {
         let s = generate(3, 30, &ns(), Duration::from_secs(2), false);
-        assert!(!s.steps.iter().any(|st| matches!(st.action, Action::KillPods(_))));
+        assert!(
+            !s.steps
+                .iter()
+                .any(|st| matches!(st.action, Action::KillPods(_)))
+        );
     }
 
     #[test]

@@ -53,8 +53,13 @@ fn key_of<K: Resource>(o: &K) -> String {
 }
 
 fn versions<'a, K: Resource + 'a>(objs: impl Iterator<Item = &'a K>) -> BTreeMap<String, String> {
-    objs.map(|o| (key_of(o), o.meta().resource_version.clone().unwrap_or_default()))
-        .collect()
+    objs.map(|o| {
+        (
+            key_of(o),
+            o.meta().resource_version.clone().unwrap_or_default(),
+        )
+    })
+    .collect()
 }
 
 /// Checks the server's ReplicaSets and pods, and compares the caches with them.
@@ -96,7 +101,8 @@ pub fn verify(
         let (have, ready) = by_owner.get(uid).copied().unwrap_or_default();
         let status = rs.status.clone().unwrap_or_default();
         let reported = usize::try_from(status.replicas).unwrap_or(usize::MAX);
-        let reported_ready = usize::try_from(status.ready_replicas.unwrap_or(0)).unwrap_or(usize::MAX);
+        let reported_ready =
+            usize::try_from(status.ready_replicas.unwrap_or(0)).unwrap_or(usize::MAX);
         let observed = status.observed_generation == rs.metadata.generation;
         if have == want && ready == want && reported == want && reported_ready == want && observed {
             v.converged += 1;
@@ -108,8 +114,18 @@ pub fn verify(
             ));
         }
     }
-    compare_cache("ReplicaSet", versions(server_rs.iter()), versions(cached_rs.iter().map(AsRef::as_ref)), &mut v);
-    compare_cache("pod", versions(server_pods.iter()), versions(cached_pods.iter().map(AsRef::as_ref)), &mut v);
+    compare_cache(
+        "ReplicaSet",
+        versions(server_rs.iter()),
+        versions(cached_rs.iter().map(AsRef::as_ref)),
+        &mut v,
+    );
+    compare_cache(
+        "pod",
+        versions(server_pods.iter()),
+        versions(cached_pods.iter().map(AsRef::as_ref)),
+        &mut v,
+    );
     v
 }
 
@@ -192,9 +208,16 @@ mod tests {
         assert_eq!(v.problem_count, 1, "{:?}", v.problems);
 
         rs.spec.replicas = Some(2);
-        rs.status = Some(ReplicaSetStatus { replicas: 2, ..Default::default() });
+        rs.status = Some(ReplicaSetStatus {
+            replicas: 2,
+            ..Default::default()
+        });
         let v = verify(&[rs.clone()], &pods, &arcs(&[rs.clone()]), &arcs(&pods));
-        assert_eq!(v.problem_count, 1, "ready replicas not reported: {:?}", v.problems);
+        assert_eq!(
+            v.problem_count, 1,
+            "ready replicas not reported: {:?}",
+            v.problems
+        );
 
         let (rs, pods) = world(2, 2);
         let mut stale = pods.clone();
@@ -210,7 +233,11 @@ mod tests {
     fn orphans_are_problems() {
         let (rs, pods) = world(1, 1);
         let v = verify(&[], &pods, &[], &arcs(&pods));
-        assert!(v.problems.iter().any(|p| p.contains("no longer exists")), "{:?}", v.problems);
+        assert!(
+            v.problems.iter().any(|p| p.contains("no longer exists")),
+            "{:?}",
+            v.problems
+        );
         let _ = rs;
     }
 }

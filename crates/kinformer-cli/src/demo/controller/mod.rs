@@ -28,8 +28,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::{
     DeletedObject, HasSynced, IndexFunc, IndexFuncError, InformerError, ResourceEventHandler,
-    SharedIndexInformer, SharedInformerFactory, meta_namespace_key, split_key,
-    wait_for_cache_sync,
+    SharedIndexInformer, SharedInformerFactory, meta_namespace_key, split_key, wait_for_cache_sync,
 };
 use kinformer::workqueue::RateLimitingQueue;
 use kube::Api;
@@ -282,14 +281,17 @@ impl ReplicaSetController {
             return Ok(());
         };
 
-        let owned = pods.by_index(CONTROLLER_UID_INDEX, &uid).map_err(index_err)?;
+        let owned = pods
+            .by_index(CONTROLLER_UID_INDEX, &uid)
+            .map_err(index_err)?;
         let manage = inner.expectations.satisfied(key);
         let actions = plan(&rs, &owned, manage);
         if actions.create > 0 {
             self.create_pods(&pod_api, key, &rs, actions.create).await?;
         }
         if !actions.delete.is_empty() {
-            self.delete_pods(&pod_api, key, &actions.delete, true).await?;
+            self.delete_pods(&pod_api, key, &actions.delete, true)
+                .await?;
         }
         if let Some(status) = actions.status {
             self.update_status(&ns, &name, &rs, status).await?;

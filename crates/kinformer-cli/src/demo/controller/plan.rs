@@ -83,7 +83,11 @@ impl Plan {
 /// observed yet) only the status is computed: acting on a cache that does not yet show our
 /// own writes would create or delete twice.
 pub fn plan(rs: &ReplicaSet, owned: &[Arc<Pod>], manage_replicas: bool) -> Plan {
-    let mut active: Vec<&Pod> = owned.iter().map(AsRef::as_ref).filter(|p| is_pod_active(p)).collect();
+    let mut active: Vec<&Pod> = owned
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|p| is_pod_active(p))
+        .collect();
     let want = desired_replicas(rs);
     let mut out = Plan::default();
     if manage_replicas {
@@ -119,7 +123,11 @@ fn normalized(s: &ReplicaSetStatus) -> ReplicaSetStatus {
 /// The status observed from the pods (before this sync's creations and deletions take
 /// effect, as the Kubernetes controller reports it).
 pub fn computed_status(rs: &ReplicaSet, owned: &[Arc<Pod>]) -> ReplicaSetStatus {
-    let active: Vec<&Pod> = owned.iter().map(AsRef::as_ref).filter(|p| is_pod_active(p)).collect();
+    let active: Vec<&Pod> = owned
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|p| is_pod_active(p))
+        .collect();
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let ready = count(active.iter().filter(|p| is_pod_ready(p)).count());
     let template_labels = rs
@@ -132,9 +140,9 @@ pub fn computed_status(rs: &ReplicaSet, owned: &[Arc<Pod>]) -> ReplicaSetStatus 
         .iter()
         .filter(|p| match template_labels {
             None => true,
-            Some(want) => want.iter().all(|(k, v)| {
-                p.metadata.labels.as_ref().and_then(|l| l.get(k)) == Some(v)
-            }),
+            Some(want) => want
+                .iter()
+                .all(|(k, v)| p.metadata.labels.as_ref().and_then(|l| l.get(k)) == Some(v)),
         })
         .count();
     let previous = rs.status.as_ref();
@@ -228,8 +236,7 @@ mod tests {
     fn pod(name: &str, ready: bool, created_secs: i64) -> Arc<Pod> {
         let mut p = new_pod(&rs(1)).unwrap();
         p.metadata.name = Some(name.into());
-        p.metadata.creation_timestamp =
-            Some(Time(Timestamp::from_second(created_secs).unwrap()));
+        p.metadata.creation_timestamp = Some(Time(Timestamp::from_second(created_secs).unwrap()));
         p.status = Some(PodStatus {
             phase: Some("Running".into()),
             conditions: Some(vec![PodCondition {
@@ -255,7 +262,12 @@ mod tests {
 
     #[test]
     fn deletes_unready_then_newest_first() {
-        let pods = [pod("old", true, 1), pod("new", true, 5), pod("unready", false, 0), pod("mid", true, 3)];
+        let pods = [
+            pod("old", true, 1),
+            pod("new", true, 5),
+            pod("unready", false, 0),
+            pod("mid", true, 3),
+        ];
         let p = plan(&rs(2), &pods, true);
         assert_eq!(p.create, 0);
         assert_eq!(p.delete, vec!["unready".to_string(), "new".to_string()]);
@@ -296,7 +308,10 @@ mod tests {
         assert_eq!(p.metadata.generate_name.as_deref(), Some("web-"));
         assert_eq!(p.metadata.name, None);
         let owner = controller_of(&p.metadata).unwrap();
-        assert_eq!((owner.kind.as_str(), owner.uid.as_str()), ("ReplicaSet", "uid-1"));
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str()),
+            ("ReplicaSet", "uid-1")
+        );
         assert_eq!(controlling_replicaset_key(&p).as_deref(), Some("ns/web"));
         assert_eq!(p.metadata.labels.unwrap()["app"], "web");
         let mut nameless = rs(1);
