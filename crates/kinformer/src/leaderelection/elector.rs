@@ -42,9 +42,11 @@ const RELEASED_LEASE_DURATION: Duration = Duration::from_secs(1);
 /// # Invariant
 ///
 /// [`is_leader`](Self::is_leader) is true only while the lease has not expired by this
-/// candidate's clock, counted from the moment *before* its last successful write was sent. Any
-/// other candidate counts from a moment *after* that write was stored, so two candidates never
-/// both see `is_leader()` true (given clocks that run at the same rate).
+/// candidate's clock, counted from the moment *before* it sent its last write that moved the
+/// version (a write the store took as a no-op extends nothing). Any other candidate counts from
+/// a moment *after* that version was stored, so two candidates never both see `is_leader()`
+/// true — given reads that return the latest version (as the API server's do) and clocks that
+/// run at the same rate.
 ///
 /// # Example
 ///
