@@ -1,5 +1,7 @@
 //! The `kinformer` command.
 
+mod serve;
+
 use clap::{Parser, Subcommand};
 
 /// kinformer: Kubernetes controller machinery for Rust.
@@ -14,11 +16,14 @@ struct Cli {
 enum Command {
     /// Run the benchmark workloads.
     Bench,
+    /// Run the embedded Kubernetes API server.
+    Serve(serve::ServeArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     match cli.command {
         Command::Bench => {}
+        Command::Serve(args) => std::process::exit(serve::run(args)),
     }
 }

@@ -1,0 +1,149 @@
+//! Stored objects: the serialized bytes of one object version plus its parsed metadata.
+//!
+//! An object is serialized once per write; lists and watch events only copy these bytes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+/// One stored version of an object.
+#[derive(Debug, Clone)]
+pub struct StoredObject {
+    /// The object as served (JSON).
+    pub bytes: Bytes,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`, empty for cluster-scoped objects.
+    pub namespace: String,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// The revision that wrote this version (its `resourceVersion`).
+    pub revision: u64,
+}
+
+impl StoredObject {
+    /// Builds a stored version from a complete object.
+    ///
+    /// # Errors
+    /// `serde_json::Error` if the object cannot be serialized (non-string map keys never occur in
+    /// a `Value`, so this is effectively infallible).
+    pub fn from_value(v: &Value, revision: u64) -> Result<Arc<Self>, serde_json::Error> {
+        let bytes = Bytes::from(serde_json::to_vec(v)?);
+        let meta = v.get("metadata");
+        let s = |k: &str| {
+            meta.and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let labels = meta
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Arc::new(Self {
+            bytes,
+            name: s("name"),
+            namespace: s("namespace"),
+            labels,
+            revision,
+        }))
+    }
+
+    /// Parses the stored bytes back into a JSON value.
+    ///
+    /// # Errors
+    /// Never for bytes this crate wrote; `serde_json::Error` otherwise.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_slice(&self.bytes)
+    }
+
+    /// The store key: `namespace/name`, or `name` for cluster-scoped objects.
+    pub fn key(&self) -> String {
+        object_key(&self.namespace, &self.name)
+    }
+}
+
+/// The store key for a namespace and name.
+pub fn object_key(namespace: &str, name: &str) -> String {
+    if namespace.is_empty() {
+        name.to_string()
+    } else {
+        format!("{namespace}/{name}")
+    }
+}
+
+/// A random UUID v4 string.
+pub fn new_uid() -> String {
+    let b: [u8; 16] = rand::random();
+    let h = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let v = format!("{:02x}", (b[6] & 0x0f) | 0x40);
+    let var = format!("{:02x}", (b[8] & 0x3f) | 0x80);
+    format!(
+        "{}-{}-{}{}-{}{}-{}",
+        h(0..4),
+        h(4..6),
+        v,
+        h(7..8),
+        var,
+        h(9..10),
+        h(10..16)
+    )
+}
+
+/// The current wall-clock time as RFC 3339 (seconds precision, UTC), as Kubernetes writes it.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    rfc3339(secs)
+}
+
+/// Formats Unix seconds as RFC 3339 UTC.
+pub fn rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (proleptic Gregorian calendar).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
+    }
+
+    #[test]
+    fn uids_look_like_uuid_v4() {
+        let u = new_uid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert_ne!(u, new_uid());
+    }
+}

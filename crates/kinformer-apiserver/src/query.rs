@@ -1,0 +1,204 @@
+//! Query-string parameters of list, watch and write requests.
+//!
+//! Empty parameters (kube sends `?&limit=1`) are ignored; unknown ones too, as kube-apiserver
+//! ignores parameters it does not know.
+
+use std::time::Duration;
+
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::ApiError;
+
+/// `resourceVersionMatch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RvMatch {
+    /// `NotOlderThan`.
+    NotOlderThan,
+    /// `Exact`.
+    Exact,
+}
+
+/// Parsed request parameters.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    /// `watch=true|1`.
+    pub watch: bool,
+    /// `resourceVersion` (`None` when unset or empty; `Some(0)` for "0").
+    pub resource_version: Option<u64>,
+    /// `resourceVersionMatch`.
+    pub rv_match: Option<RvMatch>,
+    /// `labelSelector`.
+    pub label_selector: LabelSelector,
+    /// `fieldSelector`.
+    pub field_selector: FieldSelector,
+    /// `limit` (0 = none).
+    pub limit: usize,
+    /// `continue`.
+    pub continue_token: Option<String>,
+    /// `timeoutSeconds`.
+    pub timeout: Option<Duration>,
+    /// `allowWatchBookmarks`.
+    pub allow_bookmarks: bool,
+    /// `sendInitialEvents` (`None` when unset).
+    pub send_initial_events: Option<bool>,
+    /// `dryRun` present.
+    pub dry_run: bool,
+}
+
+/// Decodes `%XX` escapes and `+` (as a space).
+pub fn percent_decode(s: &str) -> Result<String, ApiError> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = b
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(x) => out.push(x),
+                    None => {
+                        return Err(ApiError::bad_request(format!(
+                            "invalid percent-encoding in query: {s}"
+                        )));
+                    }
+                }
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| ApiError::bad_request("query is not UTF-8"))
+}
+
+fn parse_bool(k: &str, v: &str) -> Result<bool, ApiError> {
+    match v {
+        "true" | "1" | "" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(ApiError::bad_request(format!(
+            "invalid value for {k}: {v:?}"
+        ))),
+    }
+}
+
+impl Query {
+    /// Parses a raw query string.
+    ///
+    /// # Errors
+    /// 400 BadRequest for invalid selectors, numbers or booleans.
+    pub fn parse(raw: Option<&str>) -> Result<Self, ApiError> {
+        let mut q = Query::default();
+        for pair in raw.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let k = percent_decode(k)?;
+            let v = percent_decode(v)?;
+            match k.as_str() {
+                "watch" => q.watch = parse_bool(&k, &v)?,
+                "resourceVersion" => {
+                    q.resource_version = if v.is_empty() {
+                        None
+                    } else {
+                        Some(v.parse().map_err(|_| {
+                            ApiError::bad_request(format!("invalid resourceVersion: {v:?}")).with_details(serde_json::json!({
+                                "causes": [{"reason": "FieldValueInvalid", "message": "must be a non-negative integer", "field": "resourceVersion"}]
+                            }))
+                        })?)
+                    }
+                }
+                "resourceVersionMatch" => {
+                    q.rv_match = match v.as_str() {
+                        "" => None,
+                        "NotOlderThan" => Some(RvMatch::NotOlderThan),
+                        "Exact" => Some(RvMatch::Exact),
+                        _ => {
+                            return Err(ApiError::bad_request(format!(
+                                "invalid resourceVersionMatch: {v:?}"
+                            )));
+                        }
+                    }
+                }
+                "labelSelector" => {
+                    q.label_selector = LabelSelector::parse(&v)
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?
+                }
+                "fieldSelector" => {
+                    q.field_selector = FieldSelector::parse(&v)
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?
+                }
+                "limit" => {
+                    q.limit = v
+                        .parse()
+                        .map_err(|_| ApiError::bad_request(format!("invalid limit: {v:?}")))?
+                }
+                "continue" => q.continue_token = Some(v).filter(|s| !s.is_empty()),
+                "timeoutSeconds" => {
+                    let s: u64 = v.parse().map_err(|_| {
+                        ApiError::bad_request(format!("invalid timeoutSeconds: {v:?}"))
+                    })?;
+                    q.timeout = Some(Duration::from_secs(s));
+                }
+                "timeout" => {
+                    // Go duration, e.g. "30s" or "1m": accept the common seconds/minutes forms.
+                    let secs = v
+                        .strip_suffix('s')
+                        .and_then(|n| n.parse::<u64>().ok())
+                        .or_else(|| {
+                            v.strip_suffix('m')
+                                .and_then(|n| n.parse::<u64>().ok())
+                                .map(|m| m * 60)
+                        });
+                    if let (Some(s), None) = (secs, q.timeout) {
+                        q.timeout = Some(Duration::from_secs(s));
+                    }
+                }
+                "allowWatchBookmarks" => q.allow_bookmarks = parse_bool(&k, &v)?,
+                "sendInitialEvents" => q.send_initial_events = Some(parse_bool(&k, &v)?),
+                "dryRun" => q.dry_run = true,
+                _ => {}
+            }
+        }
+        Ok(q)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kube_style_leading_ampersand_is_ignored() {
+        let q = Query::parse(Some(
+            "&watch=true&timeoutSeconds=290&allowWatchBookmarks=true&resourceVersion=12",
+        ))
+        .unwrap();
+        assert!(q.watch && q.allow_bookmarks);
+        assert_eq!(q.resource_version, Some(12));
+        assert_eq!(q.timeout, Some(Duration::from_secs(290)));
+    }
+
+    #[test]
+    fn encoded_selectors_decode() {
+        let q = Query::parse(Some(
+            "labelSelector=app%20in%20(a%2Cb)&fieldSelector=metadata.name%3Dx",
+        ))
+        .unwrap();
+        assert_eq!(q.label_selector.0.len(), 1);
+        assert_eq!(q.field_selector.0.len(), 1);
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        assert!(Query::parse(Some("resourceVersion=abc")).is_err());
+        assert!(Query::parse(Some("limit=-1")).is_err());
+        assert!(Query::parse(Some("labelSelector=a%20in%20b")).is_err());
+        assert!(Query::parse(Some("x=%zz")).is_err());
+    }
+}

@@ -1,0 +1,369 @@
+//! HTTP routing: discovery, resource paths and verbs, fault application.
+//!
+//! Resource paths: `/api/v1[/namespaces/<ns>]/<plural>[/<name>[/status]]` and
+//! `/apis/<group>/<version>[/namespaces/<ns>]/<plural>[/<name>[/status]]`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::{HeaderValue, Method, StatusCode, header};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::discovery;
+use crate::faults::{Fault, Faults, RequestKind};
+use crate::list;
+use crate::query::{Query, RvMatch};
+use crate::resource::ResourceDef;
+use crate::server::ServerConfig;
+use crate::status::ApiError;
+use crate::store::{PatchType, Store};
+use crate::watch::{self, WatchRequest, WatchStart};
+
+/// Shared state of the HTTP layer.
+#[derive(Debug, Clone)]
+pub(crate) struct AppState {
+    pub store: Store,
+    pub faults: Faults,
+    pub config: Arc<ServerConfig>,
+}
+
+fn json_response(code: StatusCode, body: Bytes) -> Response {
+    let mut r = (code, body).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn value_response(v: &Value) -> Response {
+    json_response(StatusCode::OK, Bytes::from(v.to_string()))
+}
+
+/// The single entry point: every request comes here.
+pub(crate) async fn handle(State(st): State<AppState>, req: Request) -> Response {
+    match route(&st, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// A parsed resource path.
+#[derive(Debug)]
+struct Target {
+    ridx: usize,
+    def: ResourceDef,
+    namespace: Option<String>,
+    name: Option<String>,
+    status: bool,
+}
+
+async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
+    let path = req.uri().path().to_string();
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let resources = st.store.resources();
+    let (group, version, rest) = match segs.as_slice() {
+        ["version"] => return Ok(value_response(&discovery::version())),
+        ["healthz" | "readyz" | "livez"] => return Ok((StatusCode::OK, "ok").into_response()),
+        ["api"] => return Ok(value_response(&discovery::core_versions())),
+        ["api", "v1"] => {
+            return discovery::resource_list(&resources, "", "v1")
+                .map(|v| value_response(&v))
+                .ok_or_else(|| ApiError::unknown_path(&path));
+        }
+        ["apis"] => return Ok(value_response(&discovery::group_list(&resources))),
+        ["apis", g] => {
+            return discovery::group(&resources, g)
+                .map(|v| value_response(&v))
+                .ok_or_else(|| ApiError::unknown_path(&path));
+        }
+        ["apis", g, v] => {
+            return discovery::resource_list(&resources, g, v)
+                .map(|v| value_response(&v))
+                .ok_or_else(|| ApiError::unknown_path(&path));
+        }
+        ["api", "v1", rest @ ..] => ("", "v1", rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return Err(ApiError::unknown_path(&path)),
+    };
+    let target = parse_target(&st.store, group, version, rest)
+        .ok_or_else(|| ApiError::unknown_path(&path))?;
+    let query = Query::parse(req.uri().query())?;
+    let method = req.method().clone();
+    let kind = match (&method, &target.name) {
+        (&Method::GET, Some(_)) => RequestKind::Get,
+        (&Method::GET, None) if query.watch => RequestKind::Watch,
+        (&Method::GET, None) => RequestKind::List {
+            continued: query.continue_token.is_some(),
+        },
+        _ => RequestKind::Write,
+    };
+    let faults = st
+        .faults
+        .on_request(kind, &target.def.plural, &format!("{method} {}", req.uri()));
+    let mut expire_continue = false;
+    for f in &faults {
+        match f {
+            Fault::Delay(d) => tokio::time::sleep(*d).await,
+            Fault::TooManyRequests { retry_after_secs } => {
+                return Err(ApiError::too_many_requests(*retry_after_secs));
+            }
+            Fault::InternalError => return Err(ApiError::internal("injected internal error")),
+            Fault::ExpireContinue => expire_continue = true,
+            _ => {}
+        }
+    }
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let limit = st.config.max_body_bytes;
+    let body = axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|_| ApiError::too_large(limit))?;
+    let ns = target.namespace.as_deref();
+    let s = &st.store;
+    match (method, target.name.as_deref()) {
+        (Method::GET, Some(name)) => {
+            let o = s
+                .get_at(target.ridx, ns, name)
+                .ok_or_else(|| ApiError::not_found(&target.def.group, &target.def.plural, name))?;
+            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+        }
+        (Method::GET, None) if query.watch => start_watch(st, &target, query, faults).await,
+        (Method::GET, None) => {
+            let b = list::list(
+                s,
+                target.ridx,
+                &target.def,
+                ns,
+                &query,
+                expire_continue,
+                st.config.rv_wait,
+            )
+            .await?;
+            Ok(json_response(StatusCode::OK, b))
+        }
+        (Method::POST, None) => {
+            let v = parse_body(&body)?;
+            let o = s.create_at(target.ridx, ns, v)?;
+            Ok(json_response(StatusCode::CREATED, o.bytes.clone()))
+        }
+        (Method::PUT, Some(name)) => {
+            let v = parse_body(&body)?;
+            let o = s.update_at(target.ridx, ns, name, v, target.status)?;
+            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+        }
+        (Method::PATCH, Some(name)) => {
+            let pt = patch_type(&content_type)?;
+            let v: Value = serde_json::from_slice(&body).map_err(|e| {
+                ApiError::bad_request(format!("the request body is not valid JSON: {e}"))
+            })?;
+            let o = s.patch_at(target.ridx, ns, name, pt, &v, target.status)?;
+            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+        }
+        (Method::DELETE, Some(name)) => {
+            let opts = if body.is_empty() {
+                Value::Null
+            } else {
+                parse_body(&body)?
+            };
+            let pre = opts.get("preconditions");
+            let rv = pre
+                .and_then(|p| p.get("resourceVersion"))
+                .and_then(Value::as_str);
+            let uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
+            let o = s.delete_at(target.ridx, ns, name, rv, uid)?;
+            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+        }
+        (Method::DELETE, None) => {
+            let page = s.list_page(target.ridx, ns, None, None, 0, |o| {
+                list::selects(&query.label_selector, &query.field_selector, o)
+            })?;
+            let mut deleted = Vec::new();
+            for o in &page.items {
+                match s.delete_at(
+                    target.ridx,
+                    Some(o.namespace.as_str()).filter(|n| !n.is_empty()),
+                    &o.name,
+                    None,
+                    None,
+                ) {
+                    Ok(d) => deleted.push(d),
+                    Err(e) if e.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(json_response(
+                StatusCode::OK,
+                list::render_list(&target.def, s.revision(), &deleted, None),
+            ))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn parse_target(store: &Store, group: &str, version: &str, rest: &[&str]) -> Option<Target> {
+    let lookup = |plural: &str| store.lookup(group, version, plural);
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, plural, tail @ ..]
+            if lookup(plural).is_some_and(|(_, d)| d.namespaced) =>
+        {
+            (Some(ns.to_string()), {
+                let mut v = vec![*plural];
+                v.extend_from_slice(tail);
+                v
+            })
+        }
+        _ => (None, rest.to_vec()),
+    };
+    let (plural, name, sub) = match rest.as_slice() {
+        [p] => (*p, None, None),
+        [p, n] => (*p, Some(n.to_string()), None),
+        [p, n, s] => (*p, Some(n.to_string()), Some(*s)),
+        _ => return None,
+    };
+    let (ridx, def) = lookup(plural)?;
+    if !def.namespaced && namespace.is_some() {
+        return None;
+    }
+    let status = match sub {
+        None => false,
+        Some("status") if def.status_subresource => true,
+        Some(_) => return None,
+    };
+    Some(Target {
+        ridx,
+        def,
+        namespace,
+        name,
+        status,
+    })
+}
+
+fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
+    if !v.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    Ok(v)
+}
+
+fn patch_type(ct: &str) -> Result<PatchType, ApiError> {
+    let base = ct.split(';').next().unwrap_or("").trim();
+    match base {
+        "application/merge-patch+json" => Ok(PatchType::Merge),
+        "application/json-patch+json" => Ok(PatchType::Json),
+        "application/strategic-merge-patch+json" => Ok(PatchType::StrategicMerge),
+        "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(PatchType::Apply),
+        other => Err(ApiError::unsupported_media_type(other)),
+    }
+}
+
+async fn start_watch(
+    st: &AppState,
+    t: &Target,
+    q: Query,
+    faults: Vec<Fault>,
+) -> Result<Response, ApiError> {
+    let store = &st.store;
+    if faults.contains(&Fault::WatchGone) {
+        let line = watch::error_line(&ApiError::gone("too old resource version: injected"));
+        return Ok(stream_response(one_line(line)));
+    }
+    let start = match (q.send_initial_events, q.resource_version) {
+        (Some(true), rv) => {
+            if q.rv_match != Some(RvMatch::NotOlderThan) {
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
+                ));
+            }
+            if !q.allow_bookmarks {
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    "allowWatchBookmarks: Required value: allowWatchBookmarks must be set to true when sendInitialEvents is specified",
+                ));
+            }
+            if let Some(r) = rv.filter(|r| *r > 0) {
+                list::await_revision(store, r, st.config.rv_wait).await?;
+            }
+            WatchStart::Initial { end_bookmark: true }
+        }
+        (Some(false), None | Some(0)) => WatchStart::After(store.revision()),
+        (None, None | Some(0)) => WatchStart::Initial {
+            end_bookmark: false,
+        },
+        (_, Some(r)) => {
+            if q.rv_match.is_some() {
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            list::await_revision(store, r, st.config.rv_wait).await?;
+            if r < store.compacted_revision() {
+                return Ok(stream_response(one_line(watch::error_line(
+                    &ApiError::too_old(r),
+                ))));
+            }
+            WatchStart::After(r)
+        }
+    };
+    let req = WatchRequest {
+        store: store.clone(),
+        ridx: t.ridx,
+        def: t.def.clone(),
+        namespace: t.namespace.clone(),
+        label: q.label_selector,
+        field: q.field_selector,
+        start,
+        bookmarks: q.allow_bookmarks.then_some(st.config.bookmark_interval),
+        timeout: q
+            .timeout
+            .unwrap_or(st.config.default_watch_timeout)
+            .max(Duration::from_millis(1)),
+        faults,
+        restarts: st.faults.restarts(),
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(16);
+    tokio::spawn(watch::run(req, tx));
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+    });
+    Ok(stream_response(Body::from_stream(stream)))
+}
+
+fn stream_response(body: Body) -> Response {
+    let mut r = Response::new(body);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    r
+}
+
+fn one_line(line: Bytes) -> Body {
+    Body::from_stream(futures::stream::once(async move {
+        Ok::<_, std::convert::Infallible>(line)
+    }))
+}

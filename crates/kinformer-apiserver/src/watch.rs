@@ -1,0 +1,249 @@
+//! WATCH: a chunked stream of JSON events, one per line.
+//!
+//! Properties:
+//! - Events after the start revision arrive in revision order, then live; the history cursor
+//!   advances over every revision, so a BOOKMARK carries the revision up to which the watcher
+//!   has seen everything.
+//! - Selectors apply to both sides of a change: an object entering the selection is ADDED, one
+//!   leaving it is DELETED.
+//! - A start revision that is compacted (or becomes compacted while the watcher lags) yields one
+//!   ERROR event with a 410 `Status` (reason Expired) and the stream ends.
+//! - `timeoutSeconds` ends the stream cleanly; so does a simulated restart.
+
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::json;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use crate::faults::Fault;
+use crate::list::selects;
+use crate::object::StoredObject;
+use crate::resource::ResourceDef;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::ApiError;
+use crate::store::{EventType, Store};
+
+/// Events fetched from the history per lock.
+const BATCH: usize = 512;
+
+/// Where a watch starts.
+#[derive(Debug, Clone)]
+pub enum WatchStart {
+    /// After this revision.
+    After(u64),
+    /// Synthetic ADDED events for the current objects, then live; with `end_bookmark`, a
+    /// BOOKMARK annotated `k8s.io/initial-events-end` after them.
+    Initial {
+        /// Send the initial-events-end bookmark.
+        end_bookmark: bool,
+    },
+}
+
+/// Everything a watch stream needs.
+#[derive(Debug)]
+pub struct WatchRequest {
+    /// The store.
+    pub store: Store,
+    /// Resource index.
+    pub ridx: usize,
+    /// Resource definition.
+    pub def: ResourceDef,
+    /// Namespace filter.
+    pub namespace: Option<String>,
+    /// Label selector.
+    pub label: LabelSelector,
+    /// Field selector.
+    pub field: FieldSelector,
+    /// Start point.
+    pub start: WatchStart,
+    /// Periodic bookmarks.
+    pub bookmarks: Option<Duration>,
+    /// End of the stream.
+    pub timeout: Duration,
+    /// Faults drawn for this request.
+    pub faults: Vec<Fault>,
+    /// Ends the stream when it changes.
+    pub restarts: watch::Receiver<u64>,
+}
+
+/// An `{"type":T,"object":O}` line.
+pub fn event_line(buf: &mut BytesMut, kind: &str, object: &[u8]) {
+    buf.put_slice(b"{\"type\":\"");
+    buf.put_slice(kind.as_bytes());
+    buf.put_slice(b"\",\"object\":");
+    buf.put_slice(object);
+    buf.put_slice(b"}\n");
+}
+
+/// The ERROR line for an API error.
+pub fn error_line(e: &ApiError) -> Bytes {
+    let mut b = BytesMut::new();
+    event_line(&mut b, "ERROR", e.to_status().to_string().as_bytes());
+    b.freeze()
+}
+
+fn bookmark_line(buf: &mut BytesMut, def: &ResourceDef, rev: u64, initial_end: bool) {
+    let mut meta = json!({"resourceVersion": rev.to_string()});
+    if initial_end {
+        meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    let obj = json!({"kind": def.kind, "apiVersion": def.api_version(), "metadata": meta});
+    event_line(buf, "BOOKMARK", obj.to_string().as_bytes());
+}
+
+struct Sink {
+    tx: mpsc::Sender<Bytes>,
+    buf: BytesMut,
+    sent: usize,
+    close_after: Option<usize>,
+    truncate_after: Option<usize>,
+    garble_after: Option<usize>,
+}
+
+impl Sink {
+    /// Appends an event; returns false when a fault ends the stream here.
+    fn push(&mut self, kind: &str, obj: &StoredObject) -> bool {
+        if self.close_after == Some(self.sent) {
+            return false;
+        }
+        if self.truncate_after == Some(self.sent) {
+            let mut line = BytesMut::new();
+            event_line(&mut line, kind, &obj.bytes);
+            self.buf.put_slice(&line[..line.len() / 2]);
+            return false;
+        }
+        if self.garble_after == Some(self.sent) {
+            self.buf
+                .put_slice(b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\x01garbled\n");
+            return false;
+        }
+        event_line(&mut self.buf, kind, &obj.bytes);
+        self.sent += 1;
+        true
+    }
+
+    async fn flush(&mut self) -> bool {
+        if self.buf.is_empty() {
+            return true;
+        }
+        let b = self.buf.split().freeze();
+        self.tx.send(b).await.is_ok()
+    }
+}
+
+/// Runs a watch, writing lines to `tx` until the timeout, a fault, a restart or the client
+/// going away.
+///
+/// # Cancel safety
+/// Dropping the future ends the stream; nothing else is affected.
+pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
+    let deadline = Instant::now() + req.timeout;
+    let mut sink = Sink {
+        tx,
+        buf: BytesMut::with_capacity(64 * 1024),
+        sent: 0,
+        close_after: None,
+        truncate_after: None,
+        garble_after: None,
+    };
+    for f in &req.faults {
+        match f {
+            Fault::CloseWatch { after_events } => sink.close_after = Some(*after_events),
+            Fault::TruncateWatchFrame { after_events } => sink.truncate_after = Some(*after_events),
+            Fault::GarbleWatchFrame { after_events } => sink.garble_after = Some(*after_events),
+            _ => {}
+        }
+    }
+    let mut rev_rx = req.store.subscribe();
+    rev_rx.borrow_and_update();
+    req.restarts.borrow_and_update();
+    let ns = req.namespace.as_deref();
+    let mut cursor = match req.start {
+        WatchStart::After(r) => r,
+        WatchStart::Initial { end_bookmark } => {
+            let Ok(page) = req.store.list_page(req.ridx, ns, None, None, 0, |o| {
+                selects(&req.label, &req.field, o)
+            }) else {
+                return;
+            };
+            for o in &page.items {
+                if !sink.push("ADDED", o) {
+                    sink.flush().await;
+                    return;
+                }
+                if sink.buf.len() > 256 * 1024 && !sink.flush().await {
+                    return;
+                }
+            }
+            if end_bookmark {
+                bookmark_line(&mut sink.buf, &req.def, page.revision, true);
+            }
+            page.revision
+        }
+    };
+    let mut bookmark_at = req.bookmarks.map(|d| Instant::now() + d);
+    loop {
+        // Drain the history after the cursor.
+        loop {
+            rev_rx.borrow_and_update();
+            let events = match req.store.events_after(cursor, BATCH) {
+                Ok(e) => e,
+                Err(e) => {
+                    sink.buf.put_slice(&error_line(&e));
+                    sink.flush().await;
+                    return;
+                }
+            };
+            if events.is_empty() {
+                break;
+            }
+            for e in &events {
+                cursor = e.revision;
+                if e.resource != req.ridx || ns.is_some_and(|n| n != e.object.namespace) {
+                    continue;
+                }
+                let now_in = selects(&req.label, &req.field, &e.object);
+                let was_in = e
+                    .prev
+                    .as_ref()
+                    .is_some_and(|p| selects(&req.label, &req.field, p));
+                let kind = match (e.kind, was_in, now_in) {
+                    (EventType::Deleted, _, true) => "DELETED",
+                    (EventType::Deleted, _, false) => continue,
+                    (_, false, true) => "ADDED",
+                    (_, true, true) => "MODIFIED",
+                    (_, true, false) => "DELETED",
+                    (_, false, false) => continue,
+                };
+                if !sink.push(kind, &e.object) {
+                    sink.flush().await;
+                    return;
+                }
+            }
+            if !sink.flush().await {
+                return;
+            }
+        }
+        if !sink.flush().await {
+            return;
+        }
+        let bookmark_sleep = async {
+            match bookmark_at {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = rev_rx.changed() => if r.is_err() { return },
+            _ = tokio::time::sleep_until(deadline) => return,
+            _ = req.restarts.changed() => return,
+            _ = sink.tx.closed() => return,
+            _ = bookmark_sleep => {
+                bookmark_line(&mut sink.buf, &req.def, cursor, false);
+                bookmark_at = req.bookmarks.map(|d| Instant::now() + d);
+            }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! kubectl, unmodified, against the embedded server: get, get -w, create, delete.
+// Helpers outside #[test] functions fail the test by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use kinformer_apiserver::TestServer;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+fn kubectl_path() -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("kubectl"))
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+fn kubectl(bin: &str, url: &str, cache: &std::path::Path) -> Command {
+    let mut c = Command::new(bin);
+    c.env("KUBECONFIG", "/dev/null")
+        .arg("--server")
+        .arg(url)
+        .arg("--cache-dir")
+        .arg(cache);
+    c.kill_on_drop(true);
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_gets_watches_creates_and_deletes() {
+    let Some(bin) = kubectl_path() else {
+        eprintln!("SKIPPED: no kubectl on PATH");
+        return;
+    };
+    let server = TestServer::start().await.unwrap();
+    let url = server.url();
+    let cache = std::env::temp_dir().join(format!("kinformer-kubectl-{}", server.addr().port()));
+    server
+        .store()
+        .create("pods", "ns-1", kinformer_apiserver::bench_pod(1))
+        .unwrap();
+    server
+        .store()
+        .create(
+            "configmaps",
+            "default",
+            json!({"metadata": {"name": "pre"}}),
+        )
+        .unwrap();
+
+    let out = kubectl(&bin, &url, &cache)
+        .args(["get", "pods", "-A", "-o", "json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "get failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list["items"][0]["metadata"]["name"], "pod-1");
+
+    let out = kubectl(&bin, &url, &cache)
+        .args(["get", "pods", "-A"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "get table failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("pod-1"));
+
+    // get -w prints one JSON event per change.
+    let mut watch = kubectl(&bin, &url, &cache)
+        .args([
+            "get",
+            "configmaps",
+            "-n",
+            "default",
+            "-w",
+            "--output-watch-events",
+            "-o",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    // The watch is established once the pre-existing object has been printed.
+    let mut seen = String::new();
+    let ready = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            seen.push_str(&l);
+            if seen.contains("\"pre\"") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(ready, Ok(true), "watch output: {seen}");
+    // Let kubectl move from its list to its watch (it watches from the list's revision, so
+    // nothing is missed either way).
+    seen.clear();
+
+    // create --validate=false from a file.
+    let file = cache.with_extension("cm.json");
+    std::fs::write(&file, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "made-by-kubectl"}, "data": {"a": "1"}}).to_string()).unwrap();
+    let out = kubectl(&bin, &url, &cache)
+        .args(["create", "--validate=false", "-n", "default", "-f"])
+        .arg(&file)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "create failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        server
+            .store()
+            .get("configmaps", "default", "made-by-kubectl")
+            .unwrap()
+            .is_some()
+    );
+
+    server
+        .store()
+        .patch(
+            "configmaps",
+            "default",
+            "made-by-kubectl",
+            &json!({"data": {"a": "2"}}),
+        )
+        .unwrap();
+    let out = kubectl(&bin, &url, &cache)
+        .args(["delete", "configmap", "made-by-kubectl", "-n", "default"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "delete failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        server
+            .store()
+            .get("configmaps", "default", "made-by-kubectl")
+            .unwrap()
+            .is_none()
+    );
+
+    // -o json pretty-prints each event over several lines: collect until all three types appear.
+    let types = ["\"ADDED\"", "\"MODIFIED\"", "\"DELETED\""];
+    let collected = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            seen.push_str(&l);
+            if types.iter().all(|t| seen.contains(t)) && seen.contains("made-by-kubectl") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    let _ = watch.kill().await;
+    assert_eq!(collected, Ok(true), "watch output: {seen}");
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_dir_all(&cache);
+}
