@@ -84,8 +84,9 @@ pub(crate) struct Index {
 }
 
 impl Index {
-    /// Moves `key` from the `old` values to the `new` values.
-    pub(crate) fn update(&mut self, key: &ObjectKey, old: &[String], new: Vec<String>) {
+    /// Moves `key` from the `old` values to the `new` values; new value strings are moved
+    /// out of `new` (left empty) when they create an index entry.
+    pub(crate) fn update(&mut self, key: &ObjectKey, old: &[String], new: &mut [String]) {
         for o in old {
             if new.contains(o) {
                 continue;
@@ -97,8 +98,8 @@ impl Index {
                 }
             }
         }
-        for n in new {
-            if old.contains(&n) {
+        for n in new.iter_mut() {
+            if old.contains(n) {
                 continue;
             }
             match self.map.get_mut(n.as_str()) {
@@ -108,7 +109,7 @@ impl Index {
                 None => {
                     let mut set = FastSet::with_capacity_and_hasher(1, FastState::default());
                     set.insert(key.clone());
-                    self.map.insert(n, set);
+                    self.map.insert(std::mem::take(n), set);
                 }
             }
         }
@@ -130,15 +131,9 @@ impl IndexValues {
         &self.values[start..self.ends[i]]
     }
 
-    /// Splits into one vector per index.
-    pub(crate) fn into_parts(self) -> Vec<Vec<String>> {
-        let mut out = Vec::with_capacity(self.ends.len());
-        let mut it = self.values.into_iter();
-        let mut start = 0;
-        for end in self.ends {
-            out.push(it.by_ref().take(end - start).collect());
-            start = end;
-        }
-        out
+    /// The values of index `i`, mutable (so they can be moved into an index).
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut [String] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &mut self.values[start..self.ends[i]]
     }
 }

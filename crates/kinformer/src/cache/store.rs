@@ -276,15 +276,15 @@ impl<K: Resource> Indexer<K> {
             // the same object cannot differ, so nothing changes.
             return Ok(Upserted { old, new: obj });
         }
-        let new_vals = compute_values(&funcs, &key, &obj)?;
+        let mut new_vals = compute_values(&funcs, &key, &obj)?;
         let old_vals = match &old {
             Some(o) => Some(compute_values(&funcs, &key, o)?),
             None => None,
         };
         let mut s = self.state.write();
-        for (i, new) in new_vals.into_parts().into_iter().enumerate() {
+        for i in 0..funcs.len() {
             let old = old_vals.as_ref().map(|v| v.get(i)).unwrap_or(&[]);
-            s.indices[i].update(&key, old, new);
+            s.indices[i].update(&key, old, new_vals.get_mut(i));
         }
         s.items.insert(key, Arc::clone(&obj));
         Ok(Upserted { old, new: obj })
@@ -330,7 +330,7 @@ impl<K: Resource> Indexer<K> {
         let old_vals = compute_values(&funcs, &key, &old)?;
         let mut s = self.state.write();
         for i in 0..funcs.len() {
-            s.indices[i].update(&key, old_vals.get(i), Vec::new());
+            s.indices[i].update(&key, old_vals.get(i), &mut []);
         }
         s.items.remove(key.as_str());
         Ok(Some(old))
@@ -407,17 +407,17 @@ impl<K: Resource> Indexer<K> {
         let mut indices = vec![Index::default(); funcs.len()];
         for obj in objs {
             let (key, obj) = self.prepare(obj)?;
-            let vals = compute_values(&funcs, &key, &obj)?;
+            let mut vals = compute_values(&funcs, &key, &obj)?;
             if let Some(prev) = items.insert(key.clone(), obj) {
                 // Duplicate key in the list: the later object wins; drop the earlier one's
                 // index entries.
                 let prev_vals = compute_values(&funcs, &key, &prev)?;
                 for (i, index) in indices.iter_mut().enumerate() {
-                    index.update(&key, prev_vals.get(i), Vec::new());
+                    index.update(&key, prev_vals.get(i), &mut []);
                 }
             }
-            for (i, v) in vals.into_parts().into_iter().enumerate() {
-                indices[i].update(&key, &[], v);
+            for (i, index) in indices.iter_mut().enumerate() {
+                index.update(&key, &[], vals.get_mut(i));
             }
         }
         let mut s = self.state.write();
@@ -548,9 +548,9 @@ impl<K: Resource> Indexer<K> {
         }
         let mut added = vec![Index::default(); new.len()];
         for (key, obj) in &items {
-            let vals = compute_values(&new, key, obj)?;
-            for (i, v) in vals.into_parts().into_iter().enumerate() {
-                added[i].update(key, &[], v);
+            let mut vals = compute_values(&new, key, obj)?;
+            for (i, index) in added.iter_mut().enumerate() {
+                index.update(key, &[], vals.get_mut(i));
             }
         }
         let mut list: Vec<(String, IndexFunc<K>)> = funcs.iter().cloned().collect();
