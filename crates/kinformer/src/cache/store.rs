@@ -9,6 +9,10 @@
 //! - Writers are serialised by a separate writer mutex (taken before the state lock), so the
 //!   old object a write reads is still current when it applies — lock order: `writer` → `state`.
 //! - Index values whose key set becomes empty are removed; `replace` rebuilds everything.
+//! - Memory: per object, one key string shared (reference-counted) by the item map and every
+//!   index entry; index entries keep the object's `Arc` next to the key, so `by_index` reads
+//!   objects without a second lookup (8 bytes per entry, measured ≈ 140 bytes per object for
+//!   two indices in the W4 workload, excluding the objects themselves).
 
 use std::fmt;
 use std::sync::Arc;
