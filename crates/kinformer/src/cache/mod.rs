@@ -24,16 +24,41 @@ pub use listwatch::{
     ApiStatus, Bookmark, DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList,
     ResourceVersionMatch, Selectors, WatchEvent, WatchOptions, WatchStream,
 };
+mod delta;
+mod delta_fifo;
+mod index;
+mod lister;
+mod process;
+mod queue;
+mod real_fifo;
+mod selector;
+mod store;
+#[cfg(test)]
+mod test_util;
+mod transform;
+
+pub use delta::{Delta, DeltaType};
+pub use delta_fifo::DeltaFifo;
+pub use index::{
+    IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
+};
+pub use lister::{Lister, NamespaceLister};
 pub use notification::Notification;
 pub use object::{
     DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey, meta_namespace_key, split_key,
 };
 pub use pager::{DEFAULT_PAGE_SIZE, ListPager, PagedList};
+pub use process::process_deltas;
 pub use processor::{
     HandlerResync, INITIAL_BUFFER_SIZE, MINIMUM_RESYNC_PERIOD, ProcessorError, ProcessorListener,
     ResourceEventHandlerRegistration, ResyncPeriods, SharedProcessor, determine_resync_period,
     is_sync, plan_handler_resync,
 };
+pub use queue::{KnownObjects, PopFuture, Popped, ProcessFn, Queue};
+pub use real_fifo::{DEFAULT_MAX_BATCH, RealFifo};
 pub use reflector::{Reflector, ReflectorError, ReflectorOptions};
+pub use selector::{Operator, Requirement, Selector, SelectorParseError};
 pub use sink::ReflectorSink;
+pub use store::{Indexer, IndexerError, PreviousItems, Upserted};
 pub use synctrack::SingleFileTracker;
+pub use transform::{TransformFunc, strip_managed_fields, strip_managed_fields_transform};

@@ -1,0 +1,154 @@
+//! Index functions and the per-index maps (`index value → keys`).
+//!
+//! An index function maps an object to zero or more *index values*; the indexer keeps, per
+//! index, a map from each value to the set of keys whose objects produced it.
+//!
+//! Index functions push values into a buffer the indexer provides instead of returning a fresh
+//! `Vec`: the indexer computes all indices of an object into one reused buffer, so indexing an
+//! object costs one allocation per value (the value's `String`) rather than one extra per index.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kube_core::Resource;
+
+use super::ObjectKey;
+
+/// The hasher of the cache's internal maps: fast for short string keys, randomly seeded.
+pub(crate) type FastState = foldhash::fast::RandomState;
+/// A map with [`FastState`].
+pub(crate) type FastMap<K, V> = HashMap<K, V, FastState>;
+/// A set with [`FastState`].
+pub(crate) type FastSet<K> = std::collections::HashSet<K, FastState>;
+
+/// Why an index function could not index an object (client-go panics here; kinformer returns
+/// this as [`IndexerError::IndexFunc`](super::IndexerError::IndexFunc)).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IndexFuncError(pub String);
+
+/// An index function: pushes the object's index values into `values` (which the indexer
+/// passes in; append only, never clear it).
+///
+/// It runs without any indexer lock held, but must still be cheap and must not call back into
+/// the same indexer's write methods.
+pub type IndexFunc<K> =
+    Arc<dyn Fn(&K, &mut Vec<String>) -> Result<(), IndexFuncError> + Send + Sync>;
+
+/// Named index functions, client-go's `Indexers`.
+pub type Indexers<K> = HashMap<String, IndexFunc<K>>;
+
+/// The name of the namespace index, as client-go's `NamespaceIndex`.
+pub const NAMESPACE_INDEX: &str = "namespace";
+
+/// Indexes an object by its namespace (`""` for cluster-scoped objects), as client-go's
+/// `MetaNamespaceIndexFunc`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer::cache::{Indexer, NAMESPACE_INDEX, namespace_index_func};
+///
+/// let indexer = Indexer::<Pod>::new([(NAMESPACE_INDEX.to_string(), namespace_index_func())].into());
+/// let mut pod = Pod::default();
+/// pod.metadata.name = Some("a".into());
+/// pod.metadata.namespace = Some("ns1".into());
+/// indexer.add(Arc::new(pod)).unwrap();
+/// assert_eq!(indexer.by_index(NAMESPACE_INDEX, "ns1").unwrap().len(), 1);
+/// ```
+pub fn namespace_index_func<K: Resource>() -> IndexFunc<K> {
+    Arc::new(|obj: &K, values: &mut Vec<String>| {
+        values.push(obj.meta().namespace.clone().unwrap_or_default());
+        Ok(())
+    })
+}
+
+/// Indexes an object by the value of its label `label`; objects without the label are not in
+/// the index.
+pub fn label_index_func<K: Resource>(label: impl Into<String>) -> IndexFunc<K> {
+    let label = label.into();
+    Arc::new(move |obj: &K, values: &mut Vec<String>| {
+        if let Some(v) = obj.meta().labels.as_ref().and_then(|l| l.get(&label)) {
+            values.push(v.clone());
+        }
+        Ok(())
+    })
+}
+
+/// One index: value → (key → object) for the objects that produced it.
+///
+/// The object is kept next to its key so `by_index` needs no second lookup in the item map
+/// (8 bytes per entry). Invariants: no value maps to an empty set; every entry's object is the
+/// one stored under its key in the item map.
+#[derive(Debug)]
+pub(crate) struct Index<K> {
+    pub(crate) map: FastMap<String, FastMap<ObjectKey, Arc<K>>>,
+}
+
+impl<K> Default for Index<K> {
+    fn default() -> Self {
+        Index {
+            map: FastMap::default(),
+        }
+    }
+}
+
+impl<K> Index<K> {
+    /// Moves `key` from the `old` values to the `new` values, recording `obj` as its object
+    /// (also under values that did not change). New value strings are moved out of `new`
+    /// (left empty) when they create an index entry.
+    pub(crate) fn update(
+        &mut self,
+        key: &ObjectKey,
+        obj: &Arc<K>,
+        old: &[String],
+        new: &mut [String],
+    ) {
+        for o in old {
+            if new.contains(o) {
+                continue;
+            }
+            if let Some(set) = self.map.get_mut(o.as_str()) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.map.remove(o.as_str());
+                }
+            }
+        }
+        for n in new.iter_mut() {
+            match self.map.get_mut(n.as_str()) {
+                Some(set) => {
+                    // Unchanged values keep the key; the object is refreshed in place.
+                    set.insert(key.clone(), Arc::clone(obj));
+                }
+                None => {
+                    let mut set = FastMap::with_capacity_and_hasher(1, FastState::default());
+                    set.insert(key.clone(), Arc::clone(obj));
+                    self.map.insert(std::mem::take(n), set);
+                }
+            }
+        }
+    }
+}
+
+/// The index values of one object for every index, in one flat buffer.
+#[derive(Debug, Default)]
+pub(crate) struct IndexValues {
+    pub(crate) values: Vec<String>,
+    /// `ends[i]` = end of index i's values in `values`.
+    pub(crate) ends: Vec<usize>,
+}
+
+impl IndexValues {
+    /// The values of index `i`.
+    pub(crate) fn get(&self, i: usize) -> &[String] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.values[start..self.ends[i]]
+    }
+
+    /// The values of index `i`, mutable (so they can be moved into an index).
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut [String] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &mut self.values[start..self.ends[i]]
+    }
+}

@@ -1,0 +1,61 @@
+//! Builders shared by the cache unit tests.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::{Delta, DeltaType, Notification};
+
+/// A pod `ns/name` with labels.
+pub(crate) fn pod(ns: &str, name: &str, labels: &[(&str, &str)]) -> Arc<Pod> {
+    let mut p = Pod::default();
+    p.metadata.name = Some(name.into());
+    if !ns.is_empty() {
+        p.metadata.namespace = Some(ns.into());
+    }
+    if !labels.is_empty() {
+        p.metadata.labels = Some(
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+        );
+    }
+    Arc::new(p)
+}
+
+/// A pod `ns/name` with a resourceVersion.
+pub(crate) fn pod_rv(ns: &str, name: &str, rv: &str) -> Arc<Pod> {
+    let mut p = (*pod(ns, name, &[])).clone();
+    p.metadata.resource_version = Some(rv.into());
+    Arc::new(p)
+}
+
+/// The resourceVersion of a pod ("" if none).
+pub(crate) fn rv(p: &Pod) -> &str {
+    p.metadata.resource_version.as_deref().unwrap_or_default()
+}
+
+/// Delta kinds of a list.
+pub(crate) fn kinds(deltas: &[Delta<Pod>]) -> Vec<DeltaType> {
+    deltas.iter().map(|d| d.delta_type()).collect()
+}
+
+/// A short description of a notification: `add ns/a`, `update ns/a`, `delete ns/a`,
+/// `tombstone ns/a`.
+pub(crate) fn describe(n: &Notification<Pod>) -> String {
+    let name = |p: &Pod| {
+        format!(
+            "{}/{}",
+            p.metadata.namespace.as_deref().unwrap_or_default(),
+            p.metadata.name.as_deref().unwrap_or_default()
+        )
+    };
+    match n {
+        Notification::Add { obj, .. } => format!("add {}", name(obj)),
+        Notification::Update { new, .. } => format!("update {}", name(new)),
+        Notification::Delete(d) if d.is_tombstone() => format!("tombstone {}", name(d.object())),
+        Notification::Delete(d) => format!("delete {}", name(d.object())),
+    }
+}
