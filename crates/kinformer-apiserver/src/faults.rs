@@ -227,6 +227,7 @@ pub struct Faults {
     state: Arc<Mutex<State>>,
     store: Store,
     restart_tx: Arc<watch::Sender<u64>>,
+    close_tx: Arc<watch::Sender<u64>>,
 }
 
 const LOG_CAP: usize = 100_000;
@@ -234,6 +235,7 @@ const LOG_CAP: usize = 100_000;
 impl Faults {
     pub(crate) fn new(store: Store, seed: u64) -> Self {
         let (restart_tx, _) = watch::channel(0);
+        let (close_tx, _) = watch::channel(0);
         Self {
             state: Arc::new(Mutex::new(State {
                 rules: Vec::new(),
@@ -244,6 +246,7 @@ impl Faults {
             })),
             store,
             restart_tx: Arc::new(restart_tx),
+            close_tx: Arc::new(close_tx),
         }
     }
 
@@ -323,6 +326,7 @@ impl Faults {
             Fault::RefuseConnections(d) => {
                 self.state.lock().refuse_until = Some(Instant::now() + *d);
                 self.restart_tx.send_modify(|e| *e += 1);
+                self.close_tx.send_modify(|e| *e += 1);
             }
             _ => {}
         }
@@ -341,14 +345,21 @@ impl Faults {
         }
     }
 
-    /// A receiver whose value changes at each simulated restart (open watches close).
+    /// A receiver whose value changes at each simulated restart (connections accepted before
+    /// it break).
     pub fn restarts(&self) -> watch::Receiver<u64> {
         self.restart_tx.subscribe()
     }
 
+    /// A receiver whose value changes whenever open watches must end (a simulated restart,
+    /// [`Faults::close_all_watches`], server shutdown).
+    pub fn watch_closes(&self) -> watch::Receiver<u64> {
+        self.close_tx.subscribe()
+    }
+
     /// Closes every open watch stream now (without refusing connections).
     pub fn close_all_watches(&self) {
-        self.restart_tx.send_modify(|e| *e += 1);
+        self.close_tx.send_modify(|e| *e += 1);
     }
 
     /// Decides which faults hit a request, consuming rule budgets, and records them.
