@@ -28,6 +28,12 @@ pub enum Fault {
         /// Events sent before closing.
         after_events: usize,
     },
+    /// Close the watch stream after a number of events drawn uniformly from `0..=max_events`
+    /// (from the seeded generator; recorded as the `CloseWatch` it became).
+    CloseWatchRandom {
+        /// Largest number of events sent before closing.
+        max_events: usize,
+    },
     /// Answer the watch with a single ERROR event carrying 410 Gone (reason Expired), then close.
     WatchGone,
     /// Reject the next list continuation with 410 Gone, as after a compaction.
@@ -61,7 +67,7 @@ impl Fault {
     /// A short name used in counts: `close-watch`, `watch-gone`, `429`, ...
     pub fn name(&self) -> &'static str {
         match self {
-            Fault::CloseWatch { .. } => "close-watch",
+            Fault::CloseWatch { .. } | Fault::CloseWatchRandom { .. } => "close-watch",
             Fault::WatchGone => "watch-gone",
             Fault::ExpireContinue => "expire-continue",
             Fault::TooManyRequests { .. } => "429",
@@ -78,6 +84,7 @@ impl Fault {
     pub fn default_target(&self) -> Target {
         match self {
             Fault::CloseWatch { .. }
+            | Fault::CloseWatchRandom { .. }
             | Fault::WatchGone
             | Fault::TruncateWatchFrame { .. }
             | Fault::GarbleWatchFrame { .. } => Target::Watch,
@@ -390,6 +397,9 @@ impl Faults {
                 }
                 if matches!(rule.fault, Fault::Compact | Fault::RefuseConnections(_)) {
                     immediate.push(rule.fault.clone());
+                } else if let Fault::CloseWatchRandom { max_events } = rule.fault {
+                    let after_events = st.rng.random_range(0..=max_events);
+                    out.push(Fault::CloseWatch { after_events });
                 } else {
                     out.push(rule.fault.clone());
                 }
@@ -412,7 +422,8 @@ impl Faults {
 /// - `FAULT[@P][xN]` — apply `FAULT` to each matching request with probability `P` (default 1),
 ///   at most `N` times (default: once without `@P`, unlimited with it).
 ///
-/// `FAULT` is one of `close-watch:N` (close after N events), `watch-gone`, `expire-continue`,
+/// `FAULT` is one of `close-watch:N` (close after N events), `close-watch:rand:MAX` (after a
+/// random number of events up to MAX), `watch-gone`, `expire-continue`,
 /// `429[:SECS]`, `500`, `delay:MS`, `truncate[:N]`, `garble[:N]`, `refuse:MS`, `compact`.
 /// Example: `seed=7,500@0.01,close-watch:100@0.2,429:1x3`.
 ///
@@ -450,8 +461,13 @@ pub fn parse_spec(spec: &str) -> Result<(Option<u64>, Vec<FaultRule>), FaultSpec
             arg.map_or(Ok(default), |a| a.parse().map_err(|_| bad("bad number")))
         };
         let fault = match name {
-            "close-watch" => Fault::CloseWatch {
-                after_events: num(0)? as usize,
+            "close-watch" => match arg.and_then(|a| a.strip_prefix("rand:")) {
+                Some(max) => Fault::CloseWatchRandom {
+                    max_events: max.parse().map_err(|_| bad("bad number"))?,
+                },
+                None => Fault::CloseWatch {
+                    after_events: num(0)? as usize,
+                },
             },
             "watch-gone" | "410" => Fault::WatchGone,
             "expire-continue" => Fault::ExpireContinue,
@@ -512,6 +528,24 @@ mod tests {
         );
         assert!(parse_spec("nonsense").is_err());
         assert!(parse_spec("500@2").is_err());
+    }
+
+    #[test]
+    fn random_watch_closes_draw_their_event_count() {
+        let (_, rules) = parse_spec("close-watch:rand:50@1x20").unwrap();
+        assert_eq!(rules[0].fault, Fault::CloseWatchRandom { max_events: 50 });
+        let f = faults();
+        f.add_rule(rules[0].clone());
+        let drawn: Vec<Fault> = (0..20)
+            .flat_map(|_| f.on_request(RequestKind::Watch, "pods", ""))
+            .collect();
+        assert_eq!(drawn.len(), 20);
+        assert!(
+            drawn
+                .iter()
+                .all(|d| matches!(d, Fault::CloseWatch { after_events } if *after_events <= 50))
+        );
+        assert!(drawn.windows(2).any(|w| w[0] != w[1]), "draws should vary");
     }
 
     #[test]
