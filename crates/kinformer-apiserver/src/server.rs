@@ -356,3 +356,26 @@ impl AsyncWrite for RestartableIo {
         self.inner.is_write_vectored()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn public_handles_are_send_and_sync() {
+        assert_send_sync::<ApiServer>();
+        assert_send_sync::<Store>();
+        assert_send_sync::<Faults>();
+    }
+
+    #[tokio::test]
+    async fn dropping_the_server_ends_open_watches() {
+        let server = ApiServer::start().await.unwrap();
+        let mut restarts = server.faults().watch_closes();
+        restarts.borrow_and_update();
+        drop(server);
+        assert!(restarts.has_changed().unwrap_or(true));
+    }
+}
