@@ -1,5 +1,7 @@
 //! Reflector behaviour against the in-memory FakeListerWatcher, on tokio's paused clock.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -839,6 +841,226 @@ async fn a_second_concurrent_run_is_refused() {
     let second = r.reflector.run(CancellationToken::new()).await;
     assert!(matches!(second, Err(ReflectorError::AlreadyRunning)));
     r.stop().await;
+}
+
+/// Refuses the first `replace` and every `add`.
+#[derive(Debug, Default)]
+struct Grumpy {
+    replaces: Mutex<u32>,
+    deletes: Mutex<u32>,
+}
+
+impl ReflectorSink<ConfigMap> for Grumpy {
+    fn add(&self, _: Arc<ConfigMap>) -> Result<(), CacheError> {
+        Err(CacheError::Closed)
+    }
+    fn update(&self, _: Arc<ConfigMap>) -> Result<(), CacheError> {
+        Ok(())
+    }
+    fn delete(&self, _: Arc<ConfigMap>) -> Result<(), CacheError> {
+        *self.deletes.lock() += 1;
+        Ok(())
+    }
+    fn replace(&self, _: Vec<Arc<ConfigMap>>, _: &str) -> Result<(), CacheError> {
+        let mut n = self.replaces.lock();
+        *n += 1;
+        if *n == 1 {
+            Err(CacheError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+    fn resync(&self) -> Result<(), CacheError> {
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn sink_errors_are_reported_a_refused_replace_relists_and_a_refused_add_does_not_stop_the_watch()
+ {
+    let lw = FakeListerWatcher::new();
+    lw.add(cm("a")).unwrap();
+    let sink = Arc::new(Grumpy::default());
+    let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+    let reflector = Arc::new(
+        Reflector::new(
+            lw.clone(),
+            sink.clone() as Arc<dyn ReflectorSink<ConfigMap>>,
+            list_watch_options(),
+        )
+        .with_backoff_manager(Box::new(Steps::default()))
+        .with_watch_error_handler({
+            let errors = errors.clone();
+            move |e| errors.lock().push(e.to_string())
+        }),
+    );
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (reflector.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    eventually("watch", || lw.watch_calls().len() == 1).await;
+    assert_eq!(
+        lw.list_calls().len(),
+        2,
+        "the refused replace led to a relist"
+    );
+    assert_eq!(lw.list_calls()[1].resource_version.as_deref(), Some("0"));
+    lw.add(cm("b")).unwrap();
+    lw.delete("ns/a");
+    eventually("delete", || *sink.deletes.lock() == 1).await;
+    assert_eq!(reflector.last_sync_resource_version(), "3");
+    let errors = errors.lock().clone();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains("replace") && errors[1].contains("add"),
+        "{errors:?}"
+    );
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
+/// Mirrors the sink calls into a map key → resource version.
+#[derive(Debug, Default)]
+struct Mirror(Mutex<std::collections::BTreeMap<String, String>>);
+
+fn key_rv(o: &ConfigMap) -> (String, String) {
+    (
+        format!("ns/{}", name(o)),
+        o.metadata.resource_version.clone().unwrap_or_default(),
+    )
+}
+
+impl ReflectorSink<ConfigMap> for Mirror {
+    fn add(&self, o: Arc<ConfigMap>) -> Result<(), CacheError> {
+        let (k, rv) = key_rv(&o);
+        self.0.lock().insert(k, rv);
+        Ok(())
+    }
+    fn update(&self, o: Arc<ConfigMap>) -> Result<(), CacheError> {
+        self.add(o)
+    }
+    fn delete(&self, o: Arc<ConfigMap>) -> Result<(), CacheError> {
+        self.0.lock().remove(&key_rv(&o).0);
+        Ok(())
+    }
+    fn replace(&self, objs: Vec<Arc<ConfigMap>>, _: &str) -> Result<(), CacheError> {
+        let mut m = self.0.lock();
+        m.clear();
+        m.extend(objs.iter().map(|o| key_rv(o)));
+        Ok(())
+    }
+    fn resync(&self) -> Result<(), CacheError> {
+        Ok(())
+    }
+}
+
+/// Random changes and random faults (clean closes, compactions with 410s, 429s, failing
+/// lists, ERROR events, undecodable objects, bookmarks); afterwards the sink must hold exactly
+/// the source's objects at their latest versions.
+#[tokio::test(start_paused = true)]
+async fn converges_to_the_source_under_random_faults() {
+    use rand::{Rng, SeedableRng};
+    let seeds: u64 = if std::env::var_os("KINFORMER_LONG_TESTS").is_some() {
+        200
+    } else {
+        12
+    };
+    let (mut relists, mut rewatches) = (0, 0);
+    for seed in 0..seeds {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let lw = FakeListerWatcher::new();
+        for i in 0..20 {
+            lw.add(cm(&format!("o{i}"))).unwrap();
+        }
+        let sink = Arc::new(Mirror::default());
+        let options = ReflectorOptions {
+            use_watch_list: seed % 2 == 0,
+            resync_period: Duration::from_secs(rng.random_range(0..3) * 20),
+            ..ReflectorOptions::default()
+        };
+        let reflector = Arc::new(Reflector::new(
+            lw.clone(),
+            sink.clone() as Arc<dyn ReflectorSink<ConfigMap>>,
+            options,
+        ));
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (r, c) = (reflector.clone(), cancel.clone());
+            async move { r.run(c).await }
+        });
+        for _ in 0..150 {
+            let name = format!("o{}", rng.random_range(0..40));
+            match rng.random_range(0..100) {
+                0..=29 => {
+                    lw.add(cm(&name)).unwrap();
+                }
+                30..=54 => {
+                    lw.update(cm(&name)).unwrap();
+                }
+                55..=74 => {
+                    lw.delete(&format!("ns/{name}"));
+                }
+                75..=79 => lw.close_watches(),
+                80..=82 => {
+                    lw.reset_change_log();
+                    lw.close_watches();
+                }
+                83..=85 => lw.push_watch_error(ApiStatus::too_many_requests(None)),
+                86..=87 => lw.push_list_error(ApiStatus::internal_error("boom")),
+                88..=89 => lw.send_watch_error(ApiStatus::internal_error("boom")),
+                90..=92 => lw.send_bookmark(),
+                93..=94 => lw.send_undecodable(DecodeError::new("bad")),
+                _ => {}
+            }
+            tokio::time::sleep(Duration::from_millis(rng.random_range(0..3000))).await;
+        }
+        let want = || {
+            lw.objects()
+                .iter()
+                .map(|o| key_rv(o))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        // Longer than the longest backoff step (30 s, jittered up to 60 s).
+        tokio::time::sleep(Duration::from_secs(61)).await;
+        eventually("convergence", || *sink.0.lock() == want()).await;
+        assert_eq!(
+            reflector.last_sync_resource_version(),
+            lw.resource_version(),
+            "seed {seed}"
+        );
+        relists += lw.list_calls().len();
+        rewatches += lw.watch_calls().len();
+        cancel.cancel();
+        task.await.unwrap().unwrap();
+    }
+    // The faults really happened: many lists and watches per run, not one of each.
+    assert!(relists as u64 > 2 * seeds, "{relists} lists");
+    assert!(rewatches as u64 > 5 * seeds, "{rewatches} watches");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stopped_reflector_can_run_again_and_relists_from_its_last_version() {
+    let lw = FakeListerWatcher::new();
+    lw.add(cm("a")).unwrap();
+    let r = start(lw.clone(), list_watch_options(), None);
+    eventually("watch", || lw.watch_calls().len() == 1).await;
+    let reflector = r.reflector.clone();
+    r.stop().await;
+    lw.add(cm("b")).unwrap();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (reflector.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    eventually("second watch", || lw.watch_calls().len() == 2).await;
+    assert_eq!(
+        rvs(&lw.list_calls()),
+        [(Some("0"), Some(500)), (Some("1"), None)]
+    );
+    assert_eq!(reflector.last_sync_resource_version(), "2");
+    cancel.cancel();
+    task.await.unwrap().unwrap();
 }
 
 #[test]

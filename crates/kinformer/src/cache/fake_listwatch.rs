@@ -66,8 +66,10 @@ struct Inner<K> {
     rv: u64,
     /// Changes with versions in `(log_start, rv]`, oldest first.
     log: Vec<(u64, WatchEvent<K>)>,
-    /// Versions at or below this are compacted: watches from them get 410.
+    /// Versions below this are compacted: watches from them get 410.
     log_start: u64,
+    /// Bumped by every compaction; continue tokens of an older epoch get 410.
+    epoch: u64,
     list_calls: Vec<ListOptions>,
     watch_calls: Vec<WatchOptions>,
     list_plan: VecDeque<Option<ListWatchError>>,
@@ -130,6 +132,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
                 rv: 0,
                 log: Vec::new(),
                 log_start: 0,
+                epoch: 0,
                 list_calls: Vec::new(),
                 watch_calls: Vec::new(),
                 list_plan: VecDeque::new(),
@@ -146,6 +149,26 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
     /// [`KeyError::MissingName`] if the object has no name.
     pub fn add(&self, obj: K) -> Result<Arc<K>, KeyError> {
         self.write(obj, WatchEvent::Added)
+    }
+
+    /// Creates many objects under one lock (seeding large sources); returns how many.
+    ///
+    /// # Errors
+    /// [`KeyError::MissingName`] at the first object without a name; the ones before it stay.
+    pub fn add_all(&self, objs: impl IntoIterator<Item = K>) -> Result<usize, KeyError> {
+        let mut inner = self.inner.lock();
+        let mut n = 0;
+        for mut obj in objs {
+            let key = meta_namespace_key(&obj)?;
+            inner.rv += 1;
+            let rv = inner.rv;
+            obj.meta_mut().resource_version = Some(rv.to_string());
+            let obj = Arc::new(obj);
+            inner.objects.insert(key, Arc::clone(&obj));
+            inner.publish(rv, WatchEvent::Added(obj));
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Replaces an object (watch `MODIFIED`); returns it with its new resource version.
@@ -187,6 +210,11 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
         self.inner.lock().rv.to_string()
     }
 
+    /// The stored objects, in key order.
+    pub fn objects(&self) -> Vec<Arc<K>> {
+        self.inner.lock().objects.values().cloned().collect()
+    }
+
     /// The number of stored objects.
     pub fn len(&self) -> usize {
         self.inner.lock().objects.len()
@@ -203,6 +231,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
         let mut inner = self.inner.lock();
         inner.log.clear();
         inner.log_start = inner.rv;
+        inner.epoch += 1;
     }
 
     /// Sends a `BOOKMARK` at the current version to every live watch that allowed bookmarks.
@@ -356,7 +385,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
         }
         let remaining = iter.count();
         let continue_token = match (remaining, last_key) {
-            (r, Some(k)) if r > 0 => Some(format!("{current}:{k}")),
+            (r, Some(k)) if r > 0 => Some(format!("{}:{k}", inner.epoch)),
             _ => None,
         };
         let undecodable = std::mem::take(&mut inner.list_undecodable);
@@ -483,5 +512,156 @@ impl<K: Resource + Clone + Send + Sync + 'static> ListerWatcher<K> for FakeListe
     ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
         let result = self.serve_watch(options);
         async move { result }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube_core::ObjectMeta;
+
+    use super::*;
+
+    fn cm(name: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn at(rv: &str) -> WatchOptions {
+        WatchOptions {
+            resource_version: Some(rv.into()),
+            ..WatchOptions::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn watch_replays_changes_after_the_version_then_streams_live() {
+        let lw = FakeListerWatcher::new();
+        lw.add(cm("a")).unwrap();
+        lw.add(cm("b")).unwrap();
+        lw.update(cm("a")).unwrap();
+        let mut w = lw.watch(&at("1")).await.unwrap();
+        assert!(
+            matches!(w.next().await, Some(Ok(WatchEvent::Added(o))) if o.metadata.name.as_deref() == Some("b"))
+        );
+        assert!(matches!(w.next().await, Some(Ok(WatchEvent::Modified(_)))));
+        let gone = lw.delete("ns/b").unwrap();
+        assert_eq!(gone.metadata.resource_version.as_deref(), Some("4"));
+        assert!(matches!(w.next().await, Some(Ok(WatchEvent::Deleted(_)))));
+        assert!(lw.delete("ns/b").is_none());
+        lw.close_watches();
+        assert!(w.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn watch_from_a_compacted_version_gets_410() {
+        let lw = FakeListerWatcher::new();
+        lw.add(cm("a")).unwrap();
+        lw.add(cm("b")).unwrap();
+        lw.reset_change_log();
+        let mut w = lw.watch(&at("1")).await.unwrap();
+        match w.next().await {
+            Some(Ok(WatchEvent::Error(s))) => assert_eq!(s.code, 410),
+            other => panic!("{other:?}"),
+        }
+        assert!(w.next().await.is_none());
+        // From the compaction point on, watching works.
+        assert!(lw.watch(&at("2")).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn versions_in_the_future_are_too_large() {
+        let lw = FakeListerWatcher::<ConfigMap>::new();
+        let err = lw
+            .list(&ListOptions {
+                resource_version: Some("5".into()),
+                ..ListOptions::default()
+            })
+            .await
+            .unwrap_err();
+        assert!(err.is_too_large_resource_version());
+        assert!(
+            lw.watch(&at("5"))
+                .await
+                .err()
+                .unwrap()
+                .is_too_large_resource_version()
+        );
+    }
+
+    #[tokio::test]
+    async fn watch_list_sends_the_state_then_the_end_bookmark() {
+        let lw = FakeListerWatcher::new();
+        lw.add(cm("a")).unwrap();
+        lw.add(cm("b")).unwrap();
+        let mut w = lw
+            .watch(&WatchOptions {
+                send_initial_events: true,
+                allow_bookmarks: true,
+                ..WatchOptions::default()
+            })
+            .await
+            .unwrap();
+        assert!(matches!(w.next().await, Some(Ok(WatchEvent::Added(_)))));
+        assert!(matches!(w.next().await, Some(Ok(WatchEvent::Added(_)))));
+        match w.next().await {
+            Some(Ok(WatchEvent::Bookmark(b))) => {
+                assert!(b.is_initial_events_end());
+                assert_eq!(b.resource_version, "2");
+            }
+            other => panic!("{other:?}"),
+        }
+        lw.send_bookmark();
+        assert!(
+            matches!(w.next().await, Some(Ok(WatchEvent::Bookmark(b))) if !b.is_initial_events_end())
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn watch_timeout_ends_the_stream_cleanly() {
+        let lw = FakeListerWatcher::<ConfigMap>::new();
+        let start = tokio::time::Instant::now();
+        let mut w = lw
+            .watch(&WatchOptions {
+                timeout: Some(Duration::from_secs(300)),
+                ..WatchOptions::default()
+            })
+            .await
+            .unwrap();
+        assert!(w.next().await.is_none());
+        assert_eq!(start.elapsed(), Duration::from_secs(300));
+        drop(w);
+        assert_eq!(lw.active_watches(), 0);
+    }
+
+    #[tokio::test]
+    async fn scripted_outcomes_are_used_once_in_order_and_calls_recorded() {
+        let lw = FakeListerWatcher::<ConfigMap>::new();
+        lw.push_watch_error(ApiStatus::too_many_requests(None));
+        lw.push_watch_script(vec![WatchStep::Event(WatchEvent::Bookmark(Bookmark::new(
+            "9",
+        )))]);
+        assert!(
+            lw.watch(&at("0"))
+                .await
+                .err()
+                .unwrap()
+                .is_too_many_requests()
+        );
+        let events: Vec<_> = lw.watch(&at("0")).await.unwrap().collect().await;
+        assert_eq!(events.len(), 1);
+        assert!(lw.watch(&at("0")).await.is_ok());
+        assert_eq!(lw.watch_calls().len(), 3);
+        assert!(lw.add(ConfigMap::default()).is_err());
+        assert_eq!(lw.add_all([cm("x"), cm("y")]).unwrap(), 2);
+        assert_eq!(lw.resource_version(), "2");
+        assert_eq!(lw.len(), 2);
     }
 }

@@ -36,7 +36,7 @@ pub struct PagedList<K> {
 ///     lw.add(ConfigMap {
 ///         metadata: ObjectMeta { name: Some(format!("cm-{i}")), namespace: Some("default".into()), ..Default::default() },
 ///         ..Default::default()
-///     });
+///     }).unwrap();
 /// }
 /// let paged = ListPager::new(2).list(&lw, ListOptions::default()).await.unwrap();
 /// assert_eq!(paged.list.items.len(), 3);
@@ -158,5 +158,163 @@ impl ListPager {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube_core::ObjectMeta;
+
+    use super::*;
+    use crate::cache::FakeListerWatcher;
+    use crate::cache::listwatch::{ApiStatus, DecodeError, ResourceVersionMatch};
+
+    fn fake(n: usize) -> FakeListerWatcher<ConfigMap> {
+        let lw = FakeListerWatcher::new();
+        for i in 0..n {
+            lw.add(ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some(format!("cm-{i:03}")),
+                    namespace: Some("ns".into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        lw
+    }
+
+    fn names(list: &ObjectList<ConfigMap>) -> Vec<String> {
+        list.items
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap_or_default())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn pages_are_joined_in_order_with_the_first_page_version() {
+        let lw = fake(7);
+        let options = ListOptions {
+            resource_version: Some("0".into()),
+            resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+            ..ListOptions::default()
+        };
+        let paged = ListPager::new(3).list(&lw, options).await.unwrap();
+        assert!(paged.paginated);
+        assert_eq!(names(&paged.list).len(), 7);
+        assert_eq!(names(&paged.list)[6], "cm-006");
+        assert_eq!(paged.list.resource_version, "7");
+        assert_eq!(paged.list.continue_token, None);
+        let calls = lw.list_calls();
+        assert_eq!(calls.len(), 3);
+        assert_eq!(calls[0].resource_version.as_deref(), Some("0"));
+        assert_eq!(calls[0].limit, Some(3));
+        for later in &calls[1..] {
+            assert_eq!(later.resource_version, None);
+            assert_eq!(later.resource_version_match, None);
+            assert!(later.continue_token.is_some());
+            assert_eq!(later.limit, Some(3));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_single_page_is_not_paginated_and_zero_page_size_sends_no_limit() {
+        let lw = fake(3);
+        let paged = ListPager::new(500)
+            .list(&lw, ListOptions::default())
+            .await
+            .unwrap();
+        assert!(!paged.paginated);
+        let paged = ListPager::new(0)
+            .list(&lw, ListOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(paged.list.items.len(), 3);
+        assert_eq!(lw.list_calls()[1].limit, None);
+    }
+
+    #[tokio::test]
+    async fn an_expired_continue_token_falls_back_to_a_full_list_at_the_requested_version() {
+        let lw = fake(5);
+        lw.push_list_ok();
+        lw.push_list_error(ApiStatus::expired("continue expired"));
+        let options = ListOptions {
+            resource_version: Some("3".into()),
+            resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+            ..ListOptions::default()
+        };
+        let paged = ListPager::new(2).list(&lw, options).await.unwrap();
+        assert_eq!(paged.list.items.len(), 5, "only the full list's items");
+        let calls = lw.list_calls();
+        assert_eq!(calls.len(), 3);
+        assert_eq!(calls[2].resource_version.as_deref(), Some("3"));
+        assert_eq!(
+            calls[2].resource_version_match,
+            Some(ResourceVersionMatch::NotOlderThan)
+        );
+        assert_eq!(calls[2].limit, None);
+        assert_eq!(calls[2].continue_token, None);
+    }
+
+    #[tokio::test]
+    async fn a_compacted_change_log_expires_continue_tokens() {
+        let lw = fake(4);
+        let first = lw
+            .list(&ListOptions {
+                limit: Some(2),
+                ..ListOptions::default()
+            })
+            .await
+            .unwrap();
+        lw.reset_change_log();
+        let err = lw
+            .list(&ListOptions {
+                limit: Some(2),
+                continue_token: first.continue_token,
+                ..ListOptions::default()
+            })
+            .await
+            .unwrap_err();
+        assert!(err.is_expired());
+    }
+
+    #[tokio::test]
+    async fn expired_on_the_first_page_or_other_errors_are_returned() {
+        let lw = fake(5);
+        lw.push_list_error(ApiStatus::expired("old"));
+        let err = ListPager::new(2)
+            .list(&lw, ListOptions::default())
+            .await
+            .unwrap_err();
+        assert!(err.is_expired());
+        lw.push_list_ok();
+        lw.push_list_error(ApiStatus::internal_error("boom"));
+        let err = ListPager::new(2)
+            .list(&lw, ListOptions::default())
+            .await
+            .unwrap_err();
+        assert!(err.is_internal_error());
+        lw.push_list_ok();
+        lw.push_list_error(ApiStatus::expired("old"));
+        let err = ListPager::new(2)
+            .full_list_if_expired(false)
+            .list(&lw, ListOptions::default())
+            .await
+            .unwrap_err();
+        assert!(err.is_expired());
+    }
+
+    #[tokio::test]
+    async fn undecodable_items_of_every_page_are_kept() {
+        let lw = fake(3);
+        lw.push_list_undecodable(DecodeError::new("bad"));
+        let paged = ListPager::new(1)
+            .list(&lw, ListOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(paged.list.undecodable.len(), 1);
+        assert_eq!(paged.list.items.len(), 3);
     }
 }

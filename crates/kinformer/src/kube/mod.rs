@@ -15,6 +15,12 @@
 //!
 //! Retry-After comes from the status body's `details.retryAfterSeconds`: kube does not expose
 //! response headers; the API server sets both to the same value.
+//!
+//! **Build the client with `Config::default_retry = false`.** kube 5 retries 429, 503 and 504
+//! inside the client by default (up to 15 times); that hides throttling from the reflector's
+//! backoff and delays its reaction to a too-large resource version (a 504), which should be a
+//! relist from `""` at once. With the default left on everything still converges, only more
+//! slowly under those errors.
 
 mod decode;
 mod error;
@@ -46,7 +52,9 @@ const WATCH_GRACE: Duration = Duration::from_secs(30);
 /// use kube::{Api, Client, Config};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let client = Client::try_from(Config::new("http://127.0.0.1:6443".parse().unwrap())).unwrap();
+/// let mut config = Config::new("http://127.0.0.1:6443".parse().unwrap());
+/// config.default_retry = false; // the reflector retries (see the module docs)
+/// let client = Client::try_from(config).unwrap();
 /// // Every pod in the cluster with label app=web:
 /// let pods = KubeListerWatcher::new(Api::<Pod>::all(client.clone())).labels("app=web");
 /// // Only the metadata of config maps in one namespace:
@@ -152,16 +160,18 @@ impl<K> KubeListerWatcher<K> {
 
     fn list_request(&self, o: &ListOptions) -> Result<http::Request<Vec<u8>>, ListWatchError> {
         let selectors = self.selectors_for(&o.selectors);
-        let mut lp = ListParams::default();
-        lp.label_selector = selectors.label_selector;
-        lp.field_selector = selectors.field_selector;
-        lp.limit = o.limit.filter(|l| *l > 0);
-        lp.continue_token = o.continue_token.clone().filter(|t| !t.is_empty());
-        lp.resource_version = o.resource_version.clone().filter(|rv| !rv.is_empty());
-        lp.version_match = o.resource_version_match.map(|m| match m {
-            ResourceVersionMatch::NotOlderThan => VersionMatch::NotOlderThan,
-            ResourceVersionMatch::Exact => VersionMatch::Exact,
-        });
+        let lp = ListParams {
+            label_selector: selectors.label_selector,
+            field_selector: selectors.field_selector,
+            limit: o.limit.filter(|l| *l > 0),
+            continue_token: o.continue_token.clone().filter(|t| !t.is_empty()),
+            resource_version: o.resource_version.clone().filter(|rv| !rv.is_empty()),
+            version_match: o.resource_version_match.map(|m| match m {
+                ResourceVersionMatch::NotOlderThan => VersionMatch::NotOlderThan,
+                ResourceVersionMatch::Exact => VersionMatch::Exact,
+            }),
+            ..ListParams::default()
+        };
         let mut req = if self.metadata {
             self.request.list_metadata(&lp)
         } else {
@@ -187,14 +197,15 @@ impl<K> KubeListerWatcher<K> {
 
     fn watch_request(&self, o: &WatchOptions) -> Result<http::Request<Vec<u8>>, ListWatchError> {
         let selectors = self.selectors_for(&o.selectors);
-        let mut wp = WatchParams::default();
-        wp.label_selector = selectors.label_selector;
-        wp.field_selector = selectors.field_selector;
-        wp.timeout = o
-            .timeout
-            .map(|t| u32::try_from(t.as_secs()).unwrap_or(u32::MAX));
-        wp.bookmarks = o.allow_bookmarks || o.send_initial_events;
-        wp.send_initial_events = o.send_initial_events;
+        let wp = WatchParams {
+            label_selector: selectors.label_selector,
+            field_selector: selectors.field_selector,
+            timeout: o
+                .timeout
+                .map(|t| u32::try_from(t.as_secs()).unwrap_or(u32::MAX)),
+            bookmarks: o.allow_bookmarks || o.send_initial_events,
+            send_initial_events: o.send_initial_events,
+        };
         let rv = o.resource_version_str();
         let mut req = if self.metadata {
             self.request.watch_metadata(&wp, rv)
@@ -352,6 +363,19 @@ mod tests {
             .unwrap();
         assert!(accept.contains("PartialObjectMetadataList"), "{accept}");
         assert_eq!(lw.url_path(), "/api/v1/configmaps");
+    }
+
+    #[tokio::test]
+    async fn dynamic_objects_use_the_api_resource_url() {
+        use kube_core::{ApiResource, DynamicObject, GroupVersionKind};
+        let config = ::kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+        let client = Client::try_from(config).unwrap();
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("example.com", "v1", "Widget"));
+        let lw: KubeListerWatcher<DynamicObject> =
+            KubeListerWatcher::new(Api::namespaced_with(client, "ns", &ar));
+        assert_eq!(lw.url_path(), "/apis/example.com/v1/namespaces/ns/widgets");
+        let req = lw.watch_request(&WatchOptions::default()).unwrap();
+        assert!(req.uri().to_string().contains("watch=true"));
     }
 
     #[tokio::test]

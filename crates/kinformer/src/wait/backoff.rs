@@ -38,7 +38,20 @@ use super::jitter::{jitter, scale};
 /// assert_eq!(delays, [100, 200, 400, 500, 500]);
 /// assert_eq!(b.steps, 0);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+///
+/// [`Default`] is client-go's zero value: every field zero, so [`step`](Backoff::step)
+/// always returns zero. Use it to fill the fields left out of a literal:
+///
+/// ```
+/// use std::time::Duration;
+/// use kinformer::wait::Backoff;
+///
+/// let mut b = Backoff { duration: Duration::from_secs(1), steps: 3, ..Backoff::default() };
+/// // No factor: the delay stays constant while the steps count down.
+/// assert_eq!([b.step(), b.step()], [Duration::from_secs(1); 2]);
+/// assert_eq!(b.steps, 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Backoff {
     /// The delay the next [`step`](Backoff::step) hands out, before jitter.
     pub duration: Duration,

@@ -301,4 +301,17 @@ mod tests {
         assert_eq!(got, Err(WaitError::Timeout));
         assert_eq!(*times.lock(), [0, 100]);
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn exponential_backoff_futures_can_be_spawned() {
+        let (_, condition) = scripted(vec![Ok(false), Ok(true)]);
+        let plain = tokio::spawn(exponential_backoff(backoff(3, 0), condition));
+        let (_, condition) = scripted(vec![]);
+        let cancellable = tokio::spawn(async move {
+            let cancel = CancellationToken::new();
+            exponential_backoff_with_cancel(&cancel, backoff(2, 0), condition).await
+        });
+        assert_eq!(plain.await.unwrap(), Ok(()));
+        assert_eq!(cancellable.await.unwrap(), Err(WaitError::Timeout));
+    }
 }

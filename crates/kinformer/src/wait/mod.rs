@@ -18,9 +18,26 @@
 //!
 //! Properties shared by the loops:
 //! - The stop signal is a [`CancellationToken`]; it is checked before every call, so a
-//!   token cancelled beforehand means zero calls. A call in progress is never interrupted.
-//! - A panic in a callback is caught, logged with `tracing` and survived.
+//!   token cancelled beforehand means zero calls (the one exception, as in client-go: the
+//!   `immediate` call of [`poll_until_cancelled`] / [`poll_until_timeout`] happens anyway).
+//!   A call in progress is never interrupted by the token; dropping the returned future
+//!   drops it.
+//! - A panic in a callback is caught and logged with `tracing`, and the loop goes on
+//!   (client-go's `HandleCrash` without re-panicking); a panicking condition counts as
+//!   "not done yet".
 //! - All time goes through `tokio::time`, so tokio's paused clock drives every wait in tests.
+//!   tokio timers have a resolution of 1 ms.
+//!
+//! The two poll pairs differ as in client-go:
+//!
+//! | | [`poll`], [`poll_immediate`] | [`poll_until_cancelled`], [`poll_until_timeout`] |
+//! |---|---|---|
+//! | stop signal | timeout only | token (and timeout) |
+//! | at the timeout | one final call, then [`WaitError::Timeout`] | no further call, [`WaitError::Timeout`] |
+//! | calls at least once | yes | only with `immediate` (even if already cancelled) |
+//! | ticks missed during a slow call | dropped; next call on the next tick | one fires at once, then on schedule |
+//! | timeout zero | no timeout | times out at once |
+//! | clock starts | after the immediate call | before the immediate call |
 //!
 //! Callbacks are `FnMut() -> impl Future`. Asynchronous work goes in the future;
 //! a synchronous body can run in the closure itself and return a ready future:

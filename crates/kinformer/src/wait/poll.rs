@@ -3,14 +3,7 @@
 //! [`poll_until_cancelled`], [`poll_until_timeout`] (client-go's `PollUntilContextCancel`,
 //! `PollUntilContextTimeout`).
 //!
-//! The two pairs differ as in client-go:
-//!
-//! | | `poll`, `poll_immediate` | `poll_until_cancelled`, `poll_until_timeout` |
-//! |---|---|---|
-//! | at the timeout | one final call, then [`WaitError::Timeout`] | no further call, [`WaitError::Timeout`] |
-//! | calls at least once | yes | only with `immediate` (even if already cancelled) |
-//! | ticks missed during a slow call | dropped; next call at the next tick | one fires at once, then on schedule |
-//! | timeout zero | no timeout | times out at once |
+//! The differences between the two pairs are tabled in the [module docs](super).
 
 use std::future::Future;
 use std::time::Duration;
@@ -23,8 +16,6 @@ use super::crash::run_condition;
 use super::error::WaitError;
 use super::sleep::deadline_after;
 use super::ticker::Ticker;
-
-type PollResult<Fut> = Result<(), WaitError<<<Fut as Future>::Output as ConditionResult>::Error>>;
 
 /// Calls `condition` every `interval` until it returns true or fails, or `timeout` passes
 /// (client-go's `Poll`).
@@ -68,7 +59,11 @@ type PollResult<Fut> = Result<(), WaitError<<<Fut as Future>::Output as Conditio
 /// assert_eq!(calls, 4);
 /// # }
 /// ```
-pub async fn poll<C, Fut>(interval: Duration, timeout: Duration, condition: C) -> PollResult<Fut>
+pub async fn poll<C, Fut>(
+    interval: Duration,
+    timeout: Duration,
+    condition: C,
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
@@ -110,7 +105,7 @@ pub async fn poll_immediate<C, Fut>(
     interval: Duration,
     timeout: Duration,
     condition: C,
-) -> PollResult<Fut>
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
@@ -168,7 +163,7 @@ pub async fn poll_until_cancelled<C, Fut>(
     interval: Duration,
     immediate: bool,
     condition: C,
-) -> PollResult<Fut>
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
@@ -219,7 +214,7 @@ pub async fn poll_until_timeout<C, Fut>(
     timeout: Duration,
     immediate: bool,
     condition: C,
-) -> PollResult<Fut>
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
@@ -244,7 +239,7 @@ async fn poll_until<C, Fut>(
     interval: Duration,
     immediate: bool,
     mut condition: C,
-) -> PollResult<Fut>
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
@@ -295,7 +290,7 @@ async fn poll_with_final_call<C, Fut>(
     timeout: Duration,
     immediate: bool,
     mut condition: C,
-) -> PollResult<Fut>
+) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
@@ -498,6 +493,16 @@ mod tests {
                 script: vec![],
                 want: Err(WaitError::Timeout),
                 times: &[100, 400, 700, 1000],
+            },
+            Case {
+                name: "a tick due exactly when a call returns is not dropped",
+                immediate: false,
+                interval: 100,
+                timeout: 450,
+                busy: 100,
+                script: vec![],
+                want: Err(WaitError::Timeout),
+                times: &[100, 200, 300, 400, 500],
             },
             Case {
                 name: "immediate: a call at once, the clock starts after it",

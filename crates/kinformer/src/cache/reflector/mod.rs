@@ -290,6 +290,7 @@ where
         }
         let _guard = RunningGuard(&self.running);
         info!(reflector = %self.name, "starting reflector");
+        self.machine.lock().reset_phase();
         let mut action = self.transition(Input::Start);
         let mut stream: Option<WatchStream<K>> = None;
         let mut resync_at: Option<Instant> = None;
@@ -405,6 +406,16 @@ where
         }
     }
 
+    /// True if the object has a name (so a key); reports and returns false otherwise. Cheaper
+    /// than [`has_key`](Self::has_key): no key is built.
+    fn is_named(&self, obj: &K, event: &'static str) -> bool {
+        let named = obj.meta().name.as_deref().is_some_and(|n| !n.is_empty());
+        if !named {
+            self.report(ReflectorError::MissingName { event });
+        }
+        named
+    }
+
     async fn list(&self, options: ListOptions, cancel: &CancellationToken) -> Option<Input> {
         let pager = ListPager::new(options.limit.unwrap_or(0));
         debug!(reflector = %self.name, ?options, "listing");
@@ -425,7 +436,7 @@ where
             self.report(ReflectorError::Undecodable(d));
         }
         let mut items = list.items;
-        items.retain(|o| self.has_key(o, "LIST").is_some());
+        items.retain(|o| self.is_named(o, "LIST"));
         let count = items.len();
         if let Err(source) = self.sink.replace(items, &list.resource_version) {
             self.report(ReflectorError::Sink {
@@ -492,9 +503,10 @@ where
                 Some(Err(e)) => return fail(e),
                 Some(Ok(event)) => event,
             };
+            let type_name = event.type_name();
             match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    if let Some(key) = self.has_key(&o, "ADDED") {
+                    if let Some(key) = self.has_key(&o, type_name) {
                         match index.get(&key) {
                             Some(&i) => slots[i] = Some(o),
                             None => {
@@ -505,7 +517,7 @@ where
                     }
                 }
                 WatchEvent::Deleted(o) => {
-                    if let Some(key) = self.has_key(&o, "DELETED")
+                    if let Some(key) = self.has_key(&o, type_name)
                         && let Some(i) = index.remove(&key)
                     {
                         slots[i] = None;
@@ -597,36 +609,55 @@ where
                 }
                 Some(Ok(event)) => event,
             };
-            let type_name = event.type_name();
-            let (result, operation, rv) = match event {
+            match event {
                 WatchEvent::Error(status) => {
                     let e = ListWatchError::Api(status);
                     let class = ErrorClass::of(&e);
                     self.report(ReflectorError::Watch(e));
                     return Some(WatchEnd::Failed(class));
                 }
-                WatchEvent::Bookmark(b) => (
-                    self.sink.bookmark(&b.resource_version),
-                    "bookmark",
-                    b.resource_version,
-                ),
-                WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                    if self.has_key(&o, type_name).is_none() {
-                        continue;
-                    }
-                    let rv = o.meta().resource_version.clone().unwrap_or_default();
-                    match type_name {
-                        "ADDED" => (self.sink.add(o), "add", rv),
-                        "MODIFIED" => (self.sink.update(o), "update", rv),
-                        _ => (self.sink.delete(o), "delete", rv),
+                event => {
+                    if self.apply(event) {
+                        events += 1;
                     }
                 }
-            };
-            if let Err(source) = result {
-                self.report(ReflectorError::Sink { operation, source });
             }
-            self.machine.lock().observe_resource_version(&rv);
-            events += 1;
         }
+    }
+
+    /// Writes one watch event into the sink and advances the version; false if the event was
+    /// skipped (an object without a name).
+    fn apply(&self, event: WatchEvent<K>) -> bool {
+        let type_name = event.type_name();
+        let (result, operation, obj) = match event {
+            WatchEvent::Bookmark(b) => {
+                let result = self.sink.bookmark(&b.resource_version);
+                if let Err(source) = result {
+                    self.report(ReflectorError::Sink {
+                        operation: "bookmark",
+                        source,
+                    });
+                }
+                self.machine
+                    .lock()
+                    .observe_resource_version(&b.resource_version);
+                return true;
+            }
+            WatchEvent::Error(_) => return false,
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)
+                if !self.is_named(&o, type_name) =>
+            {
+                return false;
+            }
+            WatchEvent::Added(o) => (self.sink.add(Arc::clone(&o)), "add", o),
+            WatchEvent::Modified(o) => (self.sink.update(Arc::clone(&o)), "update", o),
+            WatchEvent::Deleted(o) => (self.sink.delete(Arc::clone(&o)), "delete", o),
+        };
+        if let Err(source) = result {
+            self.report(ReflectorError::Sink { operation, source });
+        }
+        let rv = obj.meta().resource_version.as_deref().unwrap_or("");
+        self.machine.lock().observe_resource_version(rv);
+        true
     }
 }

@@ -238,6 +238,12 @@ impl ReflectorMachine {
         }
     }
 
+    /// Forgets the phase (an interrupted run) but keeps the versions, so that the next
+    /// [`Input::Start`] begins a new attempt from the last synced version.
+    pub fn reset_phase(&mut self) {
+        self.phase = Phase::Idle;
+    }
+
     /// One transition.
     pub fn step(&mut self, input: Input) -> Action {
         match (std::mem::replace(&mut self.phase, Phase::Idle), input) {
