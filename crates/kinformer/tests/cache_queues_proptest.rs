@@ -3,6 +3,8 @@
 //! in exactly the server's final state, and the handler's view (built only from
 //! notifications) agrees — so every key that disappeared got a delete or a tombstone.
 
+#![allow(clippy::unwrap_used)] // test code: a failed step is a failed test
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 

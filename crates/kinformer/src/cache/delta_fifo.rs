@@ -12,7 +12,7 @@
 //! - A transformer runs once per object on add/update/delete/replace, never on tombstones or
 //!   resyncs; it runs before the queue's lock is taken.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
@@ -20,6 +20,7 @@ use kube_core::Resource;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::index::{FastMap, FastSet};
 use super::queue::{KnownObjects, PopFuture, Popped, ProcessFn, Queue};
 use super::transform::TransformFunc;
 use super::{
@@ -30,7 +31,7 @@ use super::{
 struct State<K> {
     /// Invariant: a key is in `items` iff it is in `queue`, exactly once; no delta list is
     /// empty.
-    items: HashMap<ObjectKey, Vec<Delta<K>>>,
+    items: FastMap<ObjectKey, Vec<Delta<K>>>,
     queue: VecDeque<ObjectKey>,
     /// The first `replace` (or a pop-free `has_synced` check after it) happened.
     populated: bool,
@@ -132,7 +133,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     pub fn new() -> Self {
         DeltaFifo {
             state: Mutex::new(State {
-                items: HashMap::new(),
+                items: FastMap::default(),
                 queue: VecDeque::new(),
                 populated: false,
                 initial_population_count: 0,
@@ -326,7 +327,8 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
         if s.closed {
             return Err(CacheError::Closed);
         }
-        let mut keys: HashSet<ObjectKey> = HashSet::with_capacity(keyed.len());
+        let mut keys: FastSet<ObjectKey> =
+            FastSet::with_capacity_and_hasher(keyed.len(), Default::default());
         for (key, obj) in keyed {
             keys.insert(key.clone());
             let delta = if self.emit_delta_type_replaced {
@@ -569,7 +571,7 @@ mod tests {
         // k2 also has a queued update: it gets exactly one tombstone, from the queue.
         f.update(pod_rv("ns", "k2", "2")).unwrap();
         f.replace(vec![pod_rv("ns", "x", "5")], "5").unwrap();
-        let mut by_key = HashMap::new();
+        let mut by_key = FastMap::default();
         while !f.is_empty() {
             let p = pop(&f).await;
             by_key.insert(popped_key(&p), p.deltas);

@@ -66,6 +66,6 @@ pub use real_fifo::{DEFAULT_MAX_BATCH, RealFifo};
 pub use reflector::{Reflector, ReflectorError, ReflectorOptions};
 pub use selector::{Operator, Requirement, Selector, SelectorParseError};
 pub use sink::ReflectorSink;
-pub use store::{Indexer, IndexerError, Upserted};
+pub use store::{Indexer, IndexerError, PreviousItems, Upserted};
 pub use synctrack::SingleFileTracker;
 pub use transform::{TransformFunc, strip_managed_fields, strip_managed_fields_transform};

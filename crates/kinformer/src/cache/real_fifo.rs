@@ -12,7 +12,7 @@
 //! - `has_synced` turns true once everything queued up to the first `replace` has been popped
 //!   and processed; a batch never straddles that boundary.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
@@ -20,6 +20,7 @@ use kube_core::Resource;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::index::{FastMap, FastSet};
 use super::queue::{KnownObjects, PopFuture, Popped, ProcessFn, Queue};
 use super::transform::TransformFunc;
 use super::{
@@ -209,7 +210,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
                         self.max_batch
                     };
                     let mut deltas = Vec::new();
-                    let mut seen: HashSet<ObjectKey> = HashSet::new();
+                    let mut seen: FastSet<ObjectKey> = FastSet::default();
                     while deltas.len() < limit {
                         let Some((key, _)) = s.items.front() else {
                             break;
@@ -317,7 +318,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
             return self.append(vec![(None, delta)], true);
         }
         let mut entries = Vec::with_capacity(objs.len());
-        let mut keys = HashSet::with_capacity(objs.len());
+        let mut keys = FastSet::with_capacity_and_hasher(objs.len(), Default::default());
         for o in objs {
             let key = meta_namespace_key(o.as_ref())?;
             keys.insert(key.clone());
@@ -328,7 +329,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
             return Err(CacheError::Closed);
         }
         // The consumer's state once the log drains: known objects overlaid with the log.
-        let mut effective: HashMap<ObjectKey, Option<Arc<K>>> = HashMap::new();
+        let mut effective: FastMap<ObjectKey, Option<Arc<K>>> = FastMap::default();
         if let Some(known) = &self.known_objects {
             for key in known.list_keys() {
                 let obj = known.get_by_key(key.as_str());
@@ -387,7 +388,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
             return Err(CacheError::Closed);
         }
         // A key with deltas still in the log would be rolled back by a stale Sync: skip it.
-        let pending: HashSet<ObjectKey> = s.items.iter().filter_map(|(k, _)| k.clone()).collect();
+        let pending: FastSet<ObjectKey> = s.items.iter().filter_map(|(k, _)| k.clone()).collect();
         for key in known.list_keys() {
             if pending.contains(key.as_str()) {
                 continue;
