@@ -1,6 +1,8 @@
 //! SharedIndexInformer behaviour against the in-memory FakeListerWatcher, on tokio's paused
 //! clock. Every scenario runs once per queue kind (RealFIFO and DeltaFIFO).
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
+
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
