@@ -604,3 +604,12 @@ async fn a_slow_handler_delays_neither_the_others_nor_its_own_sync_tracking() {
     })
     .await;
 }
+
+#[test]
+fn the_public_handles_are_send_and_sync() {
+    fn check<T: Send + Sync + 'static>() {}
+    check::<SharedIndexInformer<ConfigMap>>();
+    check::<kinformer::cache::ReadOnlyIndexer<ConfigMap>>();
+    check::<kinformer::cache::SharedInformerFactory>();
+    check::<InformerOptions<ConfigMap>>();
+}
