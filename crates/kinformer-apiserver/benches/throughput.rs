@@ -137,6 +137,20 @@ fn main() {
         }
         println!("L0  decode_mb_per_s  {:.1}  MB/s  (serde_json into Vec<Pod>, same bytes)", median(dec));
 
+        // Writes through HTTP: sequential merge patches (one client, one connection).
+        let t = Instant::now();
+        let writes = 2_000;
+        for k in 0..writes {
+            let i = k % n;
+            let body = format!(r#"{{"metadata":{{"annotations":{{"bench":"{k}"}}}}}}"#).into_bytes();
+            let req = http::Request::patch(format!("/api/v1/namespaces/ns-{}/pods/pod-{i}", i % 100))
+                .header("Content-Type", "application/merge-patch+json")
+                .body(body)
+                .unwrap();
+            client.request_text(req).await.unwrap();
+        }
+        println!("S4  http_patches_per_s  {:.0}  1/s  (sequential, one client)", writes as f64 / t.elapsed().as_secs_f64());
+
         // Watch fan-out: 100 raw watchers, 10,000 updates made directly in the store.
         let from = server.store().revision();
         let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel(WATCHERS);

@@ -28,6 +28,12 @@ pub enum Fault {
         /// Events sent before closing.
         after_events: usize,
     },
+    /// Close the watch stream after a number of events drawn uniformly from `0..=max_events`
+    /// (from the seeded generator; recorded as the `CloseWatch` it became).
+    CloseWatchRandom {
+        /// Largest number of events sent before closing.
+        max_events: usize,
+    },
     /// Answer the watch with a single ERROR event carrying 410 Gone (reason Expired), then close.
     WatchGone,
     /// Reject the next list continuation with 410 Gone, as after a compaction.
@@ -61,7 +67,7 @@ impl Fault {
     /// A short name used in counts: `close-watch`, `watch-gone`, `429`, ...
     pub fn name(&self) -> &'static str {
         match self {
-            Fault::CloseWatch { .. } => "close-watch",
+            Fault::CloseWatch { .. } | Fault::CloseWatchRandom { .. } => "close-watch",
             Fault::WatchGone => "watch-gone",
             Fault::ExpireContinue => "expire-continue",
             Fault::TooManyRequests { .. } => "429",
@@ -78,6 +84,7 @@ impl Fault {
     pub fn default_target(&self) -> Target {
         match self {
             Fault::CloseWatch { .. }
+            | Fault::CloseWatchRandom { .. }
             | Fault::WatchGone
             | Fault::TruncateWatchFrame { .. }
             | Fault::GarbleWatchFrame { .. } => Target::Watch,
@@ -227,6 +234,7 @@ pub struct Faults {
     state: Arc<Mutex<State>>,
     store: Store,
     restart_tx: Arc<watch::Sender<u64>>,
+    close_tx: Arc<watch::Sender<u64>>,
 }
 
 const LOG_CAP: usize = 100_000;
@@ -234,6 +242,7 @@ const LOG_CAP: usize = 100_000;
 impl Faults {
     pub(crate) fn new(store: Store, seed: u64) -> Self {
         let (restart_tx, _) = watch::channel(0);
+        let (close_tx, _) = watch::channel(0);
         Self {
             state: Arc::new(Mutex::new(State {
                 rules: Vec::new(),
@@ -244,6 +253,7 @@ impl Faults {
             })),
             store,
             restart_tx: Arc::new(restart_tx),
+            close_tx: Arc::new(close_tx),
         }
     }
 
@@ -323,6 +333,7 @@ impl Faults {
             Fault::RefuseConnections(d) => {
                 self.state.lock().refuse_until = Some(Instant::now() + *d);
                 self.restart_tx.send_modify(|e| *e += 1);
+                self.close_tx.send_modify(|e| *e += 1);
             }
             _ => {}
         }
@@ -341,14 +352,21 @@ impl Faults {
         }
     }
 
-    /// A receiver whose value changes at each simulated restart (open watches close).
+    /// A receiver whose value changes at each simulated restart (connections accepted before
+    /// it break).
     pub fn restarts(&self) -> watch::Receiver<u64> {
         self.restart_tx.subscribe()
     }
 
+    /// A receiver whose value changes whenever open watches must end (a simulated restart,
+    /// [`Faults::close_all_watches`], server shutdown).
+    pub fn watch_closes(&self) -> watch::Receiver<u64> {
+        self.close_tx.subscribe()
+    }
+
     /// Closes every open watch stream now (without refusing connections).
     pub fn close_all_watches(&self) {
-        self.restart_tx.send_modify(|e| *e += 1);
+        self.close_tx.send_modify(|e| *e += 1);
     }
 
     /// Decides which faults hit a request, consuming rule budgets, and records them.
@@ -379,6 +397,9 @@ impl Faults {
                 }
                 if matches!(rule.fault, Fault::Compact | Fault::RefuseConnections(_)) {
                     immediate.push(rule.fault.clone());
+                } else if let Fault::CloseWatchRandom { max_events } = rule.fault {
+                    let after_events = st.rng.random_range(0..=max_events);
+                    out.push(Fault::CloseWatch { after_events });
                 } else {
                     out.push(rule.fault.clone());
                 }
@@ -401,7 +422,8 @@ impl Faults {
 /// - `FAULT[@P][xN]` — apply `FAULT` to each matching request with probability `P` (default 1),
 ///   at most `N` times (default: once without `@P`, unlimited with it).
 ///
-/// `FAULT` is one of `close-watch:N` (close after N events), `watch-gone`, `expire-continue`,
+/// `FAULT` is one of `close-watch:N` (close after N events), `close-watch:rand:MAX` (after a
+/// random number of events up to MAX), `watch-gone`, `expire-continue`,
 /// `429[:SECS]`, `500`, `delay:MS`, `truncate[:N]`, `garble[:N]`, `refuse:MS`, `compact`.
 /// Example: `seed=7,500@0.01,close-watch:100@0.2,429:1x3`.
 ///
@@ -439,8 +461,13 @@ pub fn parse_spec(spec: &str) -> Result<(Option<u64>, Vec<FaultRule>), FaultSpec
             arg.map_or(Ok(default), |a| a.parse().map_err(|_| bad("bad number")))
         };
         let fault = match name {
-            "close-watch" => Fault::CloseWatch {
-                after_events: num(0)? as usize,
+            "close-watch" => match arg.and_then(|a| a.strip_prefix("rand:")) {
+                Some(max) => Fault::CloseWatchRandom {
+                    max_events: max.parse().map_err(|_| bad("bad number"))?,
+                },
+                None => Fault::CloseWatch {
+                    after_events: num(0)? as usize,
+                },
             },
             "watch-gone" | "410" => Fault::WatchGone,
             "expire-continue" => Fault::ExpireContinue,
@@ -501,6 +528,24 @@ mod tests {
         );
         assert!(parse_spec("nonsense").is_err());
         assert!(parse_spec("500@2").is_err());
+    }
+
+    #[test]
+    fn random_watch_closes_draw_their_event_count() {
+        let (_, rules) = parse_spec("close-watch:rand:50@1x20").unwrap();
+        assert_eq!(rules[0].fault, Fault::CloseWatchRandom { max_events: 50 });
+        let f = faults();
+        f.add_rule(rules[0].clone());
+        let drawn: Vec<Fault> = (0..20)
+            .flat_map(|_| f.on_request(RequestKind::Watch, "pods", ""))
+            .collect();
+        assert_eq!(drawn.len(), 20);
+        assert!(
+            drawn
+                .iter()
+                .all(|d| matches!(d, Fault::CloseWatch { after_events } if *after_events <= 50))
+        );
+        assert!(drawn.windows(2).any(|w| w[0] != w[1]), "draws should vary");
     }
 
     #[test]

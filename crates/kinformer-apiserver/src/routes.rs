@@ -337,7 +337,7 @@ async fn start_watch(
             .unwrap_or(st.config.default_watch_timeout)
             .max(Duration::from_millis(1)),
         faults,
-        restarts: st.faults.restarts(),
+        closes: st.faults.watch_closes(),
     };
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     tokio::spawn(watch::run(req, tx));

@@ -373,7 +373,7 @@ mod tests {
     #[tokio::test]
     async fn dropping_the_server_ends_open_watches() {
         let server = ApiServer::start().await.unwrap();
-        let mut restarts = server.faults().restarts();
+        let mut restarts = server.faults().watch_closes();
         restarts.borrow_and_update();
         drop(server);
         assert!(restarts.has_changed().unwrap_or(true));

@@ -65,7 +65,7 @@ pub struct WatchRequest {
     /// Faults drawn for this request.
     pub faults: Vec<Fault>,
     /// Ends the stream when it changes.
-    pub restarts: watch::Receiver<u64>,
+    pub closes: watch::Receiver<u64>,
 }
 
 /// An `{"type":T,"object":O}` line.
@@ -158,7 +158,7 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
     }
     let mut rev_rx = req.store.subscribe();
     rev_rx.borrow_and_update();
-    req.restarts.borrow_and_update();
+    req.closes.borrow_and_update();
     let ns = req.namespace.as_deref();
     let mut cursor = match req.start {
         WatchStart::After(r) => r,
@@ -238,7 +238,7 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
         tokio::select! {
             r = rev_rx.changed() => if r.is_err() { return },
             _ = tokio::time::sleep_until(deadline) => return,
-            _ = req.restarts.changed() => return,
+            _ = req.closes.changed() => return,
             _ = sink.tx.closed() => return,
             _ = bookmark_sleep => {
                 bookmark_line(&mut sink.buf, &req.def, cursor, false);

@@ -163,3 +163,27 @@ async fn random_faults_from_a_spec_are_seeded_and_listed() {
         .add_rule(FaultRule::once(Fault::InternalError).for_resource("pods"));
     cms.list(&ListParams::default()).await.unwrap();
 }
+
+#[tokio::test]
+async fn closing_all_watches_ends_streams_cleanly_and_keeps_connections_usable() {
+    let server = TestServer::start().await.unwrap();
+    let cms: Api<ConfigMap> = Api::default_namespaced(server.client().unwrap());
+    let mut w = cms
+        .watch(&WatchParams::default().disable_bookmarks(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    server.faults().close_all_watches();
+    assert!(
+        tokio::time::timeout(Duration::from_secs(5), w.next())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    cms.list(&ListParams::default()).await.unwrap();
+    assert_eq!(
+        server.faults().total(),
+        0,
+        "closing watches by hand is not an injected fault"
+    );
+}

@@ -95,6 +95,9 @@ async fn serve(args: ServeArgs) -> i32 {
         server.url()
     );
     println!("or this kubeconfig:\n---\n{}---", server.kubeconfig());
+    if args.churn > 0.0 && args.seed_pods == 0 {
+        eprintln!("warning: --churn needs --seed-pods; no churn");
+    }
     if args.churn > 0.0 && args.seed_pods > 0 {
         let store = server.store().clone();
         let (n, rate) = (args.seed_pods, args.churn);

@@ -1,6 +1,8 @@
 //! SharedIndexInformer behaviour against the in-memory FakeListerWatcher, on tokio's paused
 //! clock. Every scenario runs once per queue kind (RealFIFO and DeltaFIFO).
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
+
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -601,4 +603,13 @@ async fn a_slow_handler_delays_neither_the_others_nor_its_own_sync_tracking() {
         run.stop().await;
     })
     .await;
+}
+
+#[test]
+fn the_public_handles_are_send_and_sync() {
+    fn check<T: Send + Sync + 'static>() {}
+    check::<SharedIndexInformer<ConfigMap>>();
+    check::<kinformer::cache::ReadOnlyIndexer<ConfigMap>>();
+    check::<kinformer::cache::SharedInformerFactory>();
+    check::<InformerOptions<ConfigMap>>();
 }

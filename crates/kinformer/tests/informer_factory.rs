@@ -1,5 +1,7 @@
 //! SharedInformerFactory: sharing, incremental start, sync waiting, shutdown.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
+
 use std::future::Future;
 use std::time::Duration;
 
@@ -112,8 +114,8 @@ async fn wait_for_cache_sync_gives_up_when_cancelled() {
     assert!(!waiter.is_finished(), "the silent informer never syncs");
     cancel.cancel();
     let (synced, factory) = waiter.await.unwrap();
-    assert_eq!(synced["configmaps"], true);
-    assert_eq!(synced["secrets"], false);
+    assert!(synced["configmaps"]);
+    assert!(!synced["secrets"]);
     // Cancelling the start token stops every informer; shutdown then returns at once.
     factory.shutdown().await;
     assert!(silent.is_stopped());

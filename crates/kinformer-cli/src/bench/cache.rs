@@ -75,6 +75,43 @@ pub fn bench_pod(i: usize, app: usize) -> Pod {
     pod
 }
 
+/// Nanoseconds the current thread has spent on a CPU (Linux `schedstat`), if available.
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Times a phase by wall clock and, on Linux, by the thread's CPU time: on a shared machine
+/// the CPU time shows the cost without the time spent waiting for a core.
+struct PhaseTimer {
+    wall: Instant,
+    cpu: Option<u64>,
+}
+
+impl PhaseTimer {
+    fn start() -> Self {
+        PhaseTimer {
+            wall: Instant::now(),
+            cpu: thread_cpu_ns(),
+        }
+    }
+
+    /// (wall ns, cpu ns) since start.
+    fn stop(&self) -> (f64, Option<f64>) {
+        let wall = self.wall.elapsed().as_nanos() as f64;
+        let cpu = match (self.cpu, thread_cpu_ns()) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64),
+            _ => None,
+        };
+        (wall, cpu)
+    }
+}
+
+/// With `KINFORMER_BENCH_CPU=1`, W4 also prints `<metric>_cpu` rows (thread CPU time).
+fn cpu_rows_wanted() -> bool {
+    std::env::var("KINFORMER_BENCH_CPU").is_ok_and(|v| v == "1")
+}
+
 fn row(name: &str, value: f64, unit: &str) -> Row {
     (name.to_string(), value, unit.to_string())
 }
@@ -105,11 +142,11 @@ fn w4() -> Result<Vec<Row>, String> {
 
     // Add.
     let indexer = w4_indexer();
-    let start = Instant::now();
+    let timer = PhaseTimer::start();
     for p in &pods {
         indexer.add(Arc::clone(p)).map_err(err)?;
     }
-    let add_ns = start.elapsed().as_nanos() as f64 / n as f64;
+    let (add_wall, add_cpu) = timer.stop();
 
     // Total: the indexer alone holds the pods.
     drop(pods);
@@ -119,28 +156,37 @@ fn w4() -> Result<Vec<Row>, String> {
     let values: Vec<String> = (0..W4_BY_INDEX_CALLS)
         .map(|i| format!("ns-{}", i % 100))
         .collect();
-    let start = Instant::now();
+    let timer = PhaseTimer::start();
     let mut items = 0usize;
     for v in &values {
         items += indexer.by_index(NAMESPACE_INDEX, v).map_err(err)?.len();
     }
-    let byindex_ns = start.elapsed().as_nanos() as f64 / items.max(1) as f64;
+    let (by_wall, by_cpu) = timer.stop();
+    let items = items.max(1) as f64;
 
     // Update every pod, moving it to the next `app` value.
     let updated: Vec<Arc<Pod>> = (0..n).map(|i| Arc::new(bench_pod(i, i + 1))).collect();
-    let start = Instant::now();
+    let timer = PhaseTimer::start();
     for p in &updated {
         indexer.update(Arc::clone(p)).map_err(err)?;
     }
-    let update_ns = start.elapsed().as_nanos() as f64 / n as f64;
+    let (up_wall, up_cpu) = timer.stop();
     drop(updated);
 
     let per = |b: usize| b as f64 / n as f64;
+    let nf = n as f64;
     let mut rows = vec![
-        row("add_ns_per_op", add_ns, "ns"),
-        row("byindex_ns_per_item", byindex_ns, "ns"),
-        row("update_ns_per_op", update_ns, "ns"),
+        row("add_ns_per_op", add_wall / nf, "ns"),
+        row("byindex_ns_per_item", by_wall / items, "ns"),
+        row("update_ns_per_op", up_wall / nf, "ns"),
     ];
+    if cpu_rows_wanted()
+        && let (Some(a), Some(b), Some(u)) = (add_cpu, by_cpu, up_cpu)
+    {
+        rows.push(row("add_ns_per_op_cpu", a / nf, "ns"));
+        rows.push(row("byindex_ns_per_item_cpu", b / items, "ns"));
+        rows.push(row("update_ns_per_op_cpu", u / nf, "ns"));
+    }
     if base == 0 && live_bytes() == 0 {
         tracing::warn!("counting allocator not installed: heap figures omitted");
     } else {

@@ -276,30 +276,24 @@ impl SharedInformerFactory {
     /// # Cancel safety
     /// Cancel-safe: it only waits.
     pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> BTreeMap<String, bool> {
-        let waits: Vec<(String, BoxFuture<'static, ()>, Box<dyn Fn() -> bool + Send>)> = {
+        let started: Vec<(String, Box<dyn ErasedInformer>)> = {
             let st = self.state.lock();
             st.informers
                 .values()
                 .filter(|e| e.started)
-                .map(|e| {
-                    let runner = e.runner.clone_erased();
-                    let check = e.runner.clone_erased();
-                    let fut = async move { runner.wait_synced().await }.boxed();
-                    let synced: Box<dyn Fn() -> bool + Send> = Box::new(move || check.has_synced());
-                    (e.name.clone(), fut, synced)
-                })
+                .map(|e| (e.name.clone(), e.runner.clone_erased()))
                 .collect()
         };
         let mut out = BTreeMap::new();
-        for (name, fut, synced) in waits {
+        for (name, informer) in started {
             if !cancel.is_cancelled() {
                 tokio::select! {
                     biased;
-                    () = fut => {}
+                    () = informer.wait_synced() => {}
                     () = cancel.cancelled() => {}
                 }
             }
-            out.insert(name, synced());
+            out.insert(name, informer.has_synced());
         }
         out
     }

@@ -75,17 +75,35 @@ pub fn label_index_func<K: Resource>(label: impl Into<String>) -> IndexFunc<K> {
     })
 }
 
-/// One index: value → keys of the objects that produced it.
+/// One index: value → (key → object) for the objects that produced it.
 ///
-/// Invariant: no value maps to an empty set (empty sets are removed).
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Index {
-    pub(crate) map: FastMap<String, FastSet<ObjectKey>>,
+/// The object is kept next to its key so `by_index` needs no second lookup in the item map
+/// (8 bytes per entry). Invariants: no value maps to an empty set; every entry's object is the
+/// one stored under its key in the item map.
+#[derive(Debug)]
+pub(crate) struct Index<K> {
+    pub(crate) map: FastMap<String, FastMap<ObjectKey, Arc<K>>>,
 }
 
-impl Index {
-    /// Moves `key` from the `old` values to the `new` values.
-    pub(crate) fn update(&mut self, key: &ObjectKey, old: &[String], new: Vec<String>) {
+impl<K> Default for Index<K> {
+    fn default() -> Self {
+        Index {
+            map: FastMap::default(),
+        }
+    }
+}
+
+impl<K> Index<K> {
+    /// Moves `key` from the `old` values to the `new` values, recording `obj` as its object
+    /// (also under values that did not change). New value strings are moved out of `new`
+    /// (left empty) when they create an index entry.
+    pub(crate) fn update(
+        &mut self,
+        key: &ObjectKey,
+        obj: &Arc<K>,
+        old: &[String],
+        new: &mut [String],
+    ) {
         for o in old {
             if new.contains(o) {
                 continue;
@@ -97,18 +115,16 @@ impl Index {
                 }
             }
         }
-        for n in new {
-            if old.contains(&n) {
-                continue;
-            }
+        for n in new.iter_mut() {
             match self.map.get_mut(n.as_str()) {
                 Some(set) => {
-                    set.insert(key.clone());
+                    // Unchanged values keep the key; the object is refreshed in place.
+                    set.insert(key.clone(), Arc::clone(obj));
                 }
                 None => {
-                    let mut set = FastSet::with_capacity_and_hasher(1, FastState::default());
-                    set.insert(key.clone());
-                    self.map.insert(n, set);
+                    let mut set = FastMap::with_capacity_and_hasher(1, FastState::default());
+                    set.insert(key.clone(), Arc::clone(obj));
+                    self.map.insert(std::mem::take(n), set);
                 }
             }
         }
@@ -130,15 +146,9 @@ impl IndexValues {
         &self.values[start..self.ends[i]]
     }
 
-    /// Splits into one vector per index.
-    pub(crate) fn into_parts(self) -> Vec<Vec<String>> {
-        let mut out = Vec::with_capacity(self.ends.len());
-        let mut it = self.values.into_iter();
-        let mut start = 0;
-        for end in self.ends {
-            out.push(it.by_ref().take(end - start).collect());
-            start = end;
-        }
-        out
+    /// The values of index `i`, mutable (so they can be moved into an index).
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut [String] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &mut self.values[start..self.ends[i]]
     }
 }

@@ -42,9 +42,11 @@ const RELEASED_LEASE_DURATION: Duration = Duration::from_secs(1);
 /// # Invariant
 ///
 /// [`is_leader`](Self::is_leader) is true only while the lease has not expired by this
-/// candidate's clock, counted from the moment *before* its last successful write was sent. Any
-/// other candidate counts from a moment *after* that write was stored, so two candidates never
-/// both see `is_leader()` true (given clocks that run at the same rate).
+/// candidate's clock, counted from the moment *before* it sent its last write that moved the
+/// version (a write the store took as a no-op extends nothing). Any other candidate counts from
+/// a moment *after* that version was stored, so two candidates never both see `is_leader()`
+/// true — given reads that return the latest version (as the API server's do) and clocks that
+/// run at the same rate.
 ///
 /// # Example
 ///
@@ -365,6 +367,9 @@ impl<L: Lock> LeaderElector<L> {
             let expiry = self.own_expiry().unwrap_or(start);
             let deadline = (start + config.renew_deadline).min(expiry);
             let renewed = loop {
+                if Instant::now() >= deadline {
+                    break false;
+                }
                 let attempt = tokio::time::timeout_at(deadline, self.try_acquire_or_renew());
                 let outcome = tokio::select! {
                     biased;
@@ -372,10 +377,12 @@ impl<L: Lock> LeaderElector<L> {
                     outcome = attempt => outcome,
                 };
                 match outcome {
-                    Ok(true) => break true,
+                    // A write the store took as a no-op renews nothing: only a lease still
+                    // valid by this candidate's clock counts as renewed.
+                    Ok(true) if self.own_lease_valid() => break true,
                     Err(_elapsed) => break false,
                     Ok(false) if self.other_holder_observed() => break false,
-                    Ok(false) => {}
+                    Ok(_) => {}
                 }
                 self.report_leader();
                 let next = (Instant::now() + config.retry_period).min(deadline);
@@ -554,6 +561,12 @@ impl<L: Lock> LeaderElector<L> {
         let last = observed.last.as_ref()?;
         (last.record.holder_identity == self.identity() && last.expiry() > now)
             .then(|| (last.record.clone(), last.version.clone()))
+    }
+
+    /// Whether the last observed record names this candidate and has not expired by its
+    /// clock.
+    fn own_lease_valid(&self) -> bool {
+        self.own_valid_record(Instant::now()).is_some()
     }
 
     /// When the observed lease expires by this candidate's clock.

@@ -753,3 +753,89 @@ async fn the_health_check_fails_only_when_a_leader_stopped_being_polled_past_its
     cancel.cancel();
     follow.await.unwrap().unwrap();
 }
+
+/// A store that treats a write changing nothing but the renew time as a no-op and keeps the
+/// version, as a server may for an unchanged object.
+#[derive(Clone, Debug)]
+struct NoOpRenewals(InMemoryLock);
+
+impl Lock for NoOpRenewals {
+    async fn get(&self) -> Result<Option<(LeaderElectionRecord, RawVersion)>, LockError> {
+        self.0.get().await
+    }
+
+    async fn create(&self, record: &LeaderElectionRecord) -> Result<RawVersion, LockError> {
+        self.0.create(record).await
+    }
+
+    async fn update(
+        &self,
+        record: &LeaderElectionRecord,
+        expected: &RawVersion,
+    ) -> Result<RawVersion, LockError> {
+        if let Some((stored, version)) = self.0.snapshot() {
+            let same = LeaderElectionRecord {
+                renew_time: stored.renew_time,
+                ..record.clone()
+            };
+            if &version == expected && same == stored {
+                return Ok(version);
+            }
+        }
+        self.0.update(record, expected).await
+    }
+
+    fn identity(&self) -> &str {
+        self.0.identity()
+    }
+
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn renewals_that_leave_the_version_unchanged_do_not_extend_the_lease() {
+    // The others never see the version move, so they take over one lease after they first saw
+    // it; the leader must have stopped believing by then.
+    let a = InMemoryLock::new("a");
+    let electors = [
+        LeaderElector::new(LeaderElectionConfig::new(NoOpRenewals(a.clone()))).unwrap(),
+        LeaderElector::new(LeaderElectionConfig::new(NoOpRenewals(
+            a.with_identity("b"),
+        )))
+        .unwrap(),
+    ];
+    let violations = Arc::new(AtomicUsize::new(0));
+    let checker = tokio::spawn({
+        let (electors, violations) = (electors.clone(), Arc::clone(&violations));
+        async move {
+            loop {
+                if electors.iter().all(LeaderElector::is_leader) {
+                    violations.fetch_add(1, Ordering::Relaxed);
+                }
+                sleep(Duration::from_millis(10)).await;
+            }
+        }
+    });
+    let started = Instant::now();
+    let runs = electors
+        .clone()
+        .map(|e| tokio::spawn(async move { e.run(CancellationToken::new()).await }));
+    sleep(Duration::from_millis(1)).await;
+    let first = usize::from(electors[1].is_leader());
+    assert!(electors[first].is_leader());
+    let [run_a, run_b] = runs;
+    let first_run = if first == 0 { run_a } else { run_b };
+    assert_eq!(first_run.await.unwrap(), Ok(StopReason::LeadershipLost));
+    let lost_after = started.elapsed();
+    assert!(lost_after <= LEASE + RETRY, "lost after {lost_after:?}");
+    electors[1 - first]
+        .subscribe()
+        .wait_for(|s| s.leading)
+        .await
+        .unwrap();
+    sleep(Duration::from_secs(5)).await;
+    checker.abort();
+    assert_eq!(violations.load(Ordering::Relaxed), 0);
+}

@@ -96,7 +96,10 @@ impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
                     }
                 }
                 Err(CacheError::Closed) => break,
-                Err(e) => tracing::warn!(error = %e, "informer: pop failed"),
+                Err(e) => {
+                    tracing::error!(error = %e, "informer: pop failed; the process loop stops");
+                    break;
+                }
             }
         }
     }
