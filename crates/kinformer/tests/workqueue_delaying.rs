@@ -168,3 +168,49 @@ async fn timer_task_ends_on_shutdown_and_when_every_handle_is_dropped() {
     settle().await;
     assert_eq!(metrics.num_alive_tasks(), base);
 }
+
+#[tokio::test(start_paused = true)]
+async fn random_delayed_adds_become_ready_at_their_earliest_time() {
+    use std::collections::HashMap;
+
+    use futures::FutureExt;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    for seed in 0..30u64 {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let q: DelayingQueue<u8> = DelayingQueue::new();
+        let start = Instant::now();
+        // Model: the earliest ready time (ms since start) of every item added so far.
+        let mut ready: HashMap<u8, u64> = HashMap::new();
+        for t in 0..100u64 {
+            tokio::time::sleep_until(start + ms(t)).await;
+            let sure = ready.values().filter(|&&r| r < t).count();
+            let maybe = ready.values().filter(|&&r| r <= t).count();
+            let len = q.len();
+            assert!(
+                (sure..=maybe).contains(&len),
+                "seed {seed} t {t}: {len} queued, expected {sure}..={maybe}"
+            );
+            for _ in 0..rng.random_range(0..3) {
+                let item = rng.random_range(0..20u8);
+                let delay = rng.random_range(0..40u64);
+                q.add_after(item, ms(delay));
+                let r = ready.entry(item).or_insert(t + delay);
+                *r = (*r).min(t + delay);
+            }
+        }
+        tokio::time::sleep(ms(100)).await;
+        // Everything is queued, in ready-time order.
+        let mut got = Vec::new();
+        while let Some(Some(item)) = q.get().now_or_never() {
+            got.push(ready[&item]);
+            q.done(&item);
+        }
+        assert_eq!(got.len(), ready.len(), "seed {seed}");
+        assert!(
+            got.is_sorted(),
+            "seed {seed}: ready times out of order {got:?}"
+        );
+    }
+}

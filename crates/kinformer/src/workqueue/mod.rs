@@ -11,7 +11,7 @@
 //!
 //! The layers: [`Queue`] → [`DelayingQueue`] (`add_after`) → [`RateLimitingQueue`]
 //! (`add_rate_limited`, `forget`, `num_requeues`) with a [`RateLimiter`]. Named queues report
-//! [metrics](metrics) through a [`MetricsProvider`] ([`PrometheusMetricsProvider`] with the
+//! [metrics] through a [`MetricsProvider`] (`PrometheusMetricsProvider` with the
 //! `prometheus` feature). [`parallelize_until`] runs pieces of work with bounded concurrency.
 //!
 //! A controller's worker loop:
