@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+// A test helper: failing to start the binary fails the test.
+#[allow(clippy::expect_used)]
 fn demo(args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kinformer"))
         .arg("demo")

@@ -91,6 +91,12 @@ fn ignore_embedded(r: Result<(), ApiError>, code: u16) -> Result<(), BackendErro
 
 impl Backend {
     /// Creates a ReplicaSet (already existing is fine).
+    ///
+    /// # Errors
+    /// [`BackendError`] when the server refuses it (after retries for a remote one).
+    ///
+    /// # Cancel safety
+    /// Dropping it may leave the write done or not.
     pub async fn create_replicaset(&self, rs: &ReplicaSet) -> Result<(), BackendError> {
         match self {
             Backend::Embedded(s) => ignore_embedded(s.store().create_typed(rs).map(drop), 409),
@@ -105,6 +111,12 @@ impl Backend {
     }
 
     /// Sets a ReplicaSet's `spec.replicas` (a missing ReplicaSet is fine).
+    ///
+    /// # Errors
+    /// [`BackendError`] when the server refuses it (after retries for a remote one).
+    ///
+    /// # Cancel safety
+    /// Dropping it may leave the write done or not.
     pub async fn scale_replicaset(
         &self,
         ns: &str,
@@ -130,6 +142,12 @@ impl Backend {
     }
 
     /// Deletes a ReplicaSet (a missing one is fine).
+    ///
+    /// # Errors
+    /// [`BackendError`] when the server refuses it (after retries for a remote one).
+    ///
+    /// # Cancel safety
+    /// Dropping it may leave the write done or not.
     pub async fn delete_replicaset(&self, ns: &str, name: &str) -> Result<(), BackendError> {
         match self {
             Backend::Embedded(s) => ignore_embedded(
@@ -146,6 +164,12 @@ impl Backend {
     }
 
     /// Deletes a pod (a missing one is fine): a node failure, as far as the controller knows.
+    ///
+    /// # Errors
+    /// [`BackendError`] when the server refuses it (after retries for a remote one).
+    ///
+    /// # Cancel safety
+    /// Dropping it may leave the write done or not.
     pub async fn delete_pod(&self, ns: &str, name: &str) -> Result<(), BackendError> {
         match self {
             Backend::Embedded(s) => {
@@ -161,6 +185,12 @@ impl Backend {
     }
 
     /// Every ReplicaSet, as the server has it now.
+    ///
+    /// # Errors
+    /// [`BackendError`] when the server refuses it (after retries for a remote one).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: it only reads.
     pub async fn replicasets(&self) -> Result<Vec<ReplicaSet>, BackendError> {
         match self {
             Backend::Embedded(s) => Ok(s.store().list_typed::<ReplicaSet>()?),
@@ -169,6 +199,12 @@ impl Backend {
     }
 
     /// Every pod, as the server has it now.
+    ///
+    /// # Errors
+    /// [`BackendError`] when the server refuses it (after retries for a remote one).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: it only reads.
     pub async fn pods(&self) -> Result<Vec<Pod>, BackendError> {
         match self {
             Backend::Embedded(s) => Ok(s.store().list_typed::<Pod>()?),

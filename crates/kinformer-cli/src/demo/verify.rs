@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn converged_world_verifies() {
         let (rs, pods) = world(3, 3);
-        let v = verify(&[rs.clone()], &pods, &arcs(&[rs]), &arcs(&pods));
+        let v = verify(std::slice::from_ref(&rs), &pods, &arcs(std::slice::from_ref(&rs)), &arcs(&pods));
         assert!(v.ok(), "{:?}", v.problems);
         assert_eq!((v.replicasets, v.converged, v.pods), (1, 1, 3));
     }
@@ -204,7 +204,7 @@ mod tests {
     #[test]
     fn finds_missing_pods_stale_status_and_stale_cache() {
         let (mut rs, pods) = world(3, 2);
-        let v = verify(&[rs.clone()], &pods, &arcs(&[rs.clone()]), &arcs(&pods));
+        let v = verify(std::slice::from_ref(&rs), &pods, &arcs(std::slice::from_ref(&rs)), &arcs(&pods));
         assert_eq!(v.problem_count, 1, "{:?}", v.problems);
 
         rs.spec.replicas = Some(2);
@@ -212,7 +212,7 @@ mod tests {
             replicas: 2,
             ..Default::default()
         });
-        let v = verify(&[rs.clone()], &pods, &arcs(&[rs.clone()]), &arcs(&pods));
+        let v = verify(std::slice::from_ref(&rs), &pods, &arcs(std::slice::from_ref(&rs)), &arcs(&pods));
         assert_eq!(
             v.problem_count, 1,
             "ready replicas not reported: {:?}",
@@ -223,9 +223,9 @@ mod tests {
         let mut stale = pods.clone();
         stale[0].metadata.resource_version = Some("1".into());
         stale.pop();
-        let v = verify(&[rs.clone()], &pods, &arcs(&[rs.clone()]), &arcs(&stale));
+        let v = verify(std::slice::from_ref(&rs), &pods, &arcs(std::slice::from_ref(&rs)), &arcs(&stale));
         assert_eq!(v.problem_count, 2, "{:?}", v.problems);
-        let v = verify(&[rs.clone()], &pods[..1], &arcs(&[rs]), &arcs(&pods));
+        let v = verify(std::slice::from_ref(&rs), &pods[..1], &arcs(std::slice::from_ref(&rs)), &arcs(&pods));
         assert!(v.problems.iter().any(|p| p.contains("cache still has")));
     }
 
