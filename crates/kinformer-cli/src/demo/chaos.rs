@@ -39,7 +39,8 @@ impl ChaosLevel {
         ]
     }
 
-    /// The outage in the middle of the chaos phase: every request fails with 500.
+    /// The outage in the middle of the chaos phase: every watch ends and every request
+    /// fails with 500 for this long.
     ///
     /// (Not a refused-connection restart: the embedded server's simulated restart leaves
     /// idle keep-alive connections open but dead, which a client pool then trips over for
@@ -59,6 +60,17 @@ impl ChaosLevel {
             ChaosLevel::Off => 0,
             ChaosLevel::Low => 1,
             ChaosLevel::High => 4,
+        }
+    }
+
+    /// How many times every open watch is ended (besides those at compactions and the
+    /// outage), so that the reflectors resume, and the random watch faults hit the new
+    /// watches.
+    pub fn watch_drops(self) -> usize {
+        match self {
+            ChaosLevel::Off => 0,
+            ChaosLevel::Low => 2,
+            ChaosLevel::High => 6,
         }
     }
 

@@ -520,19 +520,21 @@ struct ChaosDone {
     killed: usize,
     outages: usize,
     compactions: usize,
+    watch_drops: usize,
     failed: usize,
 }
 
 impl ChaosDone {
     fn describe(&self) -> String {
         format!(
-            "scaled {}, added {}, deleted {} ReplicaSets, killed {} pods, {} outage(s), {} compaction(s){}",
+            "scaled {}, added {}, deleted {} ReplicaSets, killed {} pods, {} outage(s), {} compaction(s), {} times all watches dropped{}",
             self.scaled,
             self.added,
             self.deleted,
             self.killed,
             self.outages,
             self.compactions,
+            self.watch_drops,
             if self.failed > 0 {
                 format!(", {} actions failed", self.failed)
             } else {
@@ -549,8 +551,10 @@ enum ServerEvent {
     OutageStart,
     /// Back to the level's random faults.
     OutageEnd,
-    /// Compact the history: resumed watches get 410 Gone and relist.
+    /// Compact the history and end every watch: the resumed watches get 410 Gone and relist.
     Compact,
+    /// End every open watch: the reflectors resume from their last resourceVersion.
+    DropWatches,
 }
 
 impl ServerEvent {
@@ -559,6 +563,7 @@ impl ServerEvent {
             ServerEvent::OutageStart => {
                 done.outages += 1;
                 faults.add_rule(FaultRule::random(Fault::InternalError, 1.0).on(Target::Any));
+                faults.close_all_watches();
             }
             ServerEvent::OutageEnd => {
                 faults.clear();
@@ -569,6 +574,11 @@ impl ServerEvent {
             ServerEvent::Compact => {
                 done.compactions += 1;
                 faults.inject(Fault::Compact);
+                faults.close_all_watches();
+            }
+            ServerEvent::DropWatches => {
+                done.watch_drops += 1;
+                faults.close_all_watches();
             }
         }
     }
@@ -596,6 +606,11 @@ async fn run_chaos(
         for i in 0..n {
             let at = span.mul_f64((i as f64 + 0.5) / n as f64);
             server_events.push((at, ServerEvent::Compact));
+        }
+        let n = level.watch_drops();
+        for i in 0..n {
+            let at = span.mul_f64((i as f64 + 0.25) / n as f64);
+            server_events.push((at, ServerEvent::DropWatches));
         }
         server_events.sort_by_key(|(at, _)| *at);
     }

@@ -196,7 +196,12 @@ mod tests {
     #[test]
     fn converged_world_verifies() {
         let (rs, pods) = world(3, 3);
-        let v = verify(std::slice::from_ref(&rs), &pods, &arcs(std::slice::from_ref(&rs)), &arcs(&pods));
+        let v = verify(
+            std::slice::from_ref(&rs),
+            &pods,
+            &arcs(std::slice::from_ref(&rs)),
+            &arcs(&pods),
+        );
         assert!(v.ok(), "{:?}", v.problems);
         assert_eq!((v.replicasets, v.converged, v.pods), (1, 1, 3));
     }
@@ -204,7 +209,12 @@ mod tests {
     #[test]
     fn finds_missing_pods_stale_status_and_stale_cache() {
         let (mut rs, pods) = world(3, 2);
-        let v = verify(std::slice::from_ref(&rs), &pods, &arcs(std::slice::from_ref(&rs)), &arcs(&pods));
+        let v = verify(
+            std::slice::from_ref(&rs),
+            &pods,
+            &arcs(std::slice::from_ref(&rs)),
+            &arcs(&pods),
+        );
         assert_eq!(v.problem_count, 1, "{:?}", v.problems);
 
         rs.spec.replicas = Some(2);
@@ -212,7 +222,12 @@ mod tests {
             replicas: 2,
             ..Default::default()
         });
-        let v = verify(std::slice::from_ref(&rs), &pods, &arcs(std::slice::from_ref(&rs)), &arcs(&pods));
+        let v = verify(
+            std::slice::from_ref(&rs),
+            &pods,
+            &arcs(std::slice::from_ref(&rs)),
+            &arcs(&pods),
+        );
         assert_eq!(
             v.problem_count, 1,
             "ready replicas not reported: {:?}",
@@ -223,9 +238,19 @@ mod tests {
         let mut stale = pods.clone();
         stale[0].metadata.resource_version = Some("1".into());
         stale.pop();
-        let v = verify(std::slice::from_ref(&rs), &pods, &arcs(std::slice::from_ref(&rs)), &arcs(&stale));
+        let v = verify(
+            std::slice::from_ref(&rs),
+            &pods,
+            &arcs(std::slice::from_ref(&rs)),
+            &arcs(&stale),
+        );
         assert_eq!(v.problem_count, 2, "{:?}", v.problems);
-        let v = verify(std::slice::from_ref(&rs), &pods[..1], &arcs(std::slice::from_ref(&rs)), &arcs(&pods));
+        let v = verify(
+            std::slice::from_ref(&rs),
+            &pods[..1],
+            &arcs(std::slice::from_ref(&rs)),
+            &arcs(&pods),
+        );
         assert!(v.problems.iter().any(|p| p.contains("cache still has")));
     }
 
