@@ -1,5 +1,6 @@
 //! The `kinformer` command.
 
+mod bench;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -14,8 +15,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the benchmark workloads.
-    Bench,
+    /// Run the benchmark workloads of a group (workqueue, all) and print their medians.
+    Bench(bench::BenchArgs),
+    /// Run one benchmark workload in this process and print one JSON line (used by `bench`).
+    #[command(hide = true)]
+    BenchRun {
+        /// The workload id, e.g. W1.
+        workload: String,
+    },
     /// Run the embedded Kubernetes API server.
     Serve(serve::ServeArgs),
 }
@@ -23,7 +30,8 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Bench => {}
+        Command::Bench(args) => bench::exit_on_error(bench::run(&args)),
+        Command::BenchRun { workload } => bench::exit_on_error(bench::run_one(&workload)),
         Command::Serve(args) => std::process::exit(serve::run(args)),
     }
 }
