@@ -7,6 +7,11 @@ mod watch;
 
 use clap::{Parser, Subcommand};
 
+/// Counts live heap bytes for the memory benchmarks; the count is a relaxed atomic add per
+/// allocation, too cheap to matter outside them.
+#[global_allocator]
+static ALLOC: bench::alloc::CountingAlloc = bench::alloc::CountingAlloc;
+
 /// kinformer: Kubernetes controller machinery for Rust.
 #[derive(Debug, Parser)]
 #[command(name = "kinformer", version, about)]

@@ -1,5 +1,5 @@
-//! `kinformer bench <group>`: runs the workloads of /work/shared/BENCHMARKS.md and prints their
-//! metrics.
+//! `kinformer bench <group>`: runs the fixed benchmark workloads (W1–W6, E1, L0) and prints
+//! their metrics.
 //!
 //! Every run of a workload happens in a fresh process: the parent re-executes its own binary as
 //! `kinformer bench-run <workload>` (a hidden subcommand), which runs the workload once and
@@ -24,6 +24,9 @@
 //! 2. Declare the module below and add its `GROUP` to [`GROUPS`]. `bench all` then includes
 //!    it, and `bench-run` finds its workloads by id.
 
+pub(crate) mod alloc;
+mod cache;
+mod informer;
 mod workqueue;
 
 use std::io::Write;
@@ -46,7 +49,42 @@ pub(crate) struct Group {
 }
 
 /// Every group; `all` runs them in this order.
-const GROUPS: &[Group] = &[workqueue::GROUP];
+const GROUPS: &[Group] = &[
+    workqueue::GROUP,
+    Group {
+        name: "cache",
+        workloads: cache::WORKLOADS,
+        run: |w| rows_to_metrics(w, cache::run(w)),
+    },
+    Group {
+        name: "informer",
+        workloads: informer::WORKLOADS,
+        run: |w| rows_to_metrics(w, informer::run(w)),
+    },
+];
+
+/// Adapts a group that reports `(metric, value, unit)` rows; the unit column is derived from
+/// the metric name by [`unit_of`], so the unit given here is dropped.
+fn rows_to_metrics(
+    workload: &str,
+    rows: Result<Vec<(String, f64, String)>, String>,
+) -> Result<Metrics, BenchError> {
+    match rows {
+        Ok(rows) => Ok(rows
+            .into_iter()
+            .map(|(name, value, _)| (name, value))
+            .collect()),
+        Err(e) => Err(BenchError::Workload(
+            GROUPS
+                .iter()
+                .flat_map(|g| g.workloads.iter())
+                .find(|w| **w == workload)
+                .copied()
+                .unwrap_or("?"),
+            e,
+        )),
+    }
+}
 
 /// Errors of the bench command.
 #[derive(Debug, thiserror::Error)]
