@@ -4,6 +4,7 @@
 //! `Indexer` + handlers.
 
 mod cache_sync;
+pub mod compact;
 mod error;
 mod fake_listwatch;
 mod handler;
@@ -16,6 +17,7 @@ pub mod reflector;
 mod sink;
 mod synctrack;
 
+pub use compact::{CodecError, CompactOptions, Format};
 pub use cache_sync::{HasSynced, SyncedFlag, wait_for_cache_sync, wait_for_named_cache_sync};
 pub use error::CacheError;
 pub use fake_listwatch::{FakeListerWatcher, WatchStep};

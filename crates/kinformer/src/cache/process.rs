@@ -123,9 +123,9 @@ fn apply_one<K: Resource>(
                 let Some(new) = indexer.get_by_key(key.as_str()) else {
                     continue;
                 };
-                handler(match old.get(key.as_str()) {
+                handler(match old.get_owned(key.as_str()) {
                     Some(prev) => Notification::Update {
-                        old: Arc::clone(prev),
+                        old: prev,
                         new,
                     },
                     None => Notification::Add {

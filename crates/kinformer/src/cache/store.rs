@@ -2,7 +2,7 @@
 //!
 //! Properties:
 //! - Readers (`get`, `list`, `by_index`, …) take a shared lock for as long as it takes to copy
-//!   out `Arc`s; they never wait for user code.
+//!   out `Arc`s; they never wait for user code (nor, in compact mode, for decoding).
 //! - No user code (index functions, the transform) runs under the state lock: a write computes
 //!   the key, the transform and all index values first, then takes the write lock only to swap
 //!   map entries.
@@ -10,16 +10,25 @@
 //!   old object a write reads is still current when it applies — lock order: `writer` → `state`.
 //! - Index values whose key set becomes empty are removed; `replace` rebuilds everything.
 //! - Memory: per object, one key string shared (reference-counted) by the item map and every
-//!   index entry; index entries keep the object's `Arc` next to the key, so `by_index` reads
-//!   objects without a second lookup (8 bytes per entry, measured ≈ 140 bytes per object for
-//!   two indices in the W4 workload, excluding the objects themselves).
+//!   index entry; index entries keep the stored object (an `Arc`) next to the key, so
+//!   `by_index` reads objects without a second lookup (8 bytes per entry, measured ≈ 140 bytes
+//!   per object for two indices in the W4 workload, excluding the objects themselves).
+//!
+//! Two storage modes, chosen at construction:
+//! - typed ([`Indexer::new`]): objects kept as `Arc<K>`;
+//! - compact ([`Indexer::compact`]): objects kept encoded (see [`super::compact`]), index values
+//!   computed once from the decoded object on write, reads decode on demand. A compact entry is
+//!   an `Arc<[u8]>` (16 bytes per reference).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use kube_core::Resource;
 use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
+use super::compact::{Blob, CodecError, CompactOptions, ObjectCodec, TypedCodec};
 use super::index::{FastMap, FastState, Index, IndexFunc, IndexFuncError, IndexValues, Indexers};
 use super::transform::TransformFunc;
 use super::{KeyError, ObjectKey, meta_namespace_key};
@@ -47,73 +56,139 @@ pub enum IndexerError {
         /// The function's error.
         source: IndexFuncError,
     },
+    /// Compact mode: the object could not be encoded; the store was left unchanged.
+    #[error("cannot store {key} compactly: {source}")]
+    Encode {
+        /// The object's key.
+        key: ObjectKey,
+        /// The codec's error.
+        source: CodecError,
+    },
+    /// Compact mode: the bytes stored under `key` could not be decoded (corrupt, or not the
+    /// stored type). A write that needed the old object left the store unchanged.
+    #[error("cannot decode the object stored under {key}: {source}")]
+    Decode {
+        /// The key.
+        key: ObjectKey,
+        /// The codec's error.
+        source: CodecError,
+    },
+    /// Compact mode could not be set up (e.g. an unusable dictionary).
+    #[error("compact store: {0}")]
+    Compact(CodecError),
 }
 
-/// How the item map holds objects.
-///
-/// Only the typed form exists: objects kept as `Arc<K>`. A compact form (objects kept encoded
-/// and decoded on read) would be a second variant; every access goes through these methods.
-enum Items<K> {
-    Typed(FastMap<ObjectKey, Arc<K>>),
+/// The item map and the indices of one storage mode; `V` is what is stored per object.
+struct Tables<V> {
+    items: FastMap<ObjectKey, V>,
+    /// Invariant: `indices.len() == indexers.len()`, and every index reflects every item.
+    indices: Vec<Index<V>>,
 }
 
-impl<K> Items<K> {
-    fn new() -> Self {
-        Items::Typed(FastMap::default())
-    }
-    fn with_capacity(n: usize) -> Self {
-        Items::Typed(FastMap::with_capacity_and_hasher(n, FastState::default()))
-    }
-    fn get(&self, key: &str) -> Option<Arc<K>> {
-        match self {
-            Items::Typed(m) => m.get(key).cloned(),
+impl<V: Clone> Tables<V> {
+    fn new(indices: usize, capacity: usize) -> Self {
+        Tables {
+            items: FastMap::with_capacity_and_hasher(capacity, FastState::default()),
+            indices: (0..indices).map(|_| Index::default()).collect(),
         }
     }
-    fn contains(&self, key: &str) -> bool {
-        match self {
-            Items::Typed(m) => m.contains_key(key),
+
+    /// Stores `v` under `key`, moving the key from `old` to `new` index values.
+    fn put(&mut self, key: &ObjectKey, v: &V, old: Option<&IndexValues>, new: &mut IndexValues) {
+        for (i, index) in self.indices.iter_mut().enumerate() {
+            let old = old.map(|o| o.get(i)).unwrap_or(&[]);
+            index.update(key, v, old, new.get_mut(i));
+        }
+        self.items.insert(key.clone(), v.clone());
+    }
+
+    /// Removes `key` (whose stored object `v` has index values `old`).
+    fn take(&mut self, key: &ObjectKey, v: &V, old: &IndexValues) {
+        for (i, index) in self.indices.iter_mut().enumerate() {
+            index.update(key, v, old.get(i), &mut []);
+        }
+        self.items.remove(key.as_str());
+    }
+
+    /// The stored objects having `value` in index `i`.
+    fn by_index(&self, i: usize, value: &str) -> Vec<V> {
+        match self.indices[i].map.get(value) {
+            Some(set) => set.values().cloned().collect(),
+            None => Vec::new(),
         }
     }
-    fn insert(&mut self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        match self {
-            Items::Typed(m) => m.insert(key, obj),
+
+    /// The stored objects sharing any of `values` in index `i`, once each.
+    fn matching(&self, i: usize, values: &[String]) -> Vec<(ObjectKey, V)> {
+        let mut found: FastMap<&ObjectKey, &V> = FastMap::default();
+        for v in values {
+            if let Some(set) = self.indices[i].map.get(v.as_str()) {
+                found.extend(set.iter());
+            }
         }
-    }
-    fn remove(&mut self, key: &str) -> Option<Arc<K>> {
-        match self {
-            Items::Typed(m) => m.remove(key),
-        }
-    }
-    fn len(&self) -> usize {
-        match self {
-            Items::Typed(m) => m.len(),
-        }
-    }
-    fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
-        match self {
-            Items::Typed(m) => m.keys(),
-        }
-    }
-    fn iter(&self) -> impl Iterator<Item = (&ObjectKey, Arc<K>)> {
-        match self {
-            Items::Typed(m) => m.iter().map(|(k, v)| (k, Arc::clone(v))),
-        }
-    }
-    fn into_map(self) -> FastMap<ObjectKey, Arc<K>> {
-        match self {
-            Items::Typed(m) => m,
-        }
+        found
+            .into_iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 }
 
-/// The index functions in a fixed order; `State::indices[i]` belongs to `funcs[i]`.
+impl Tables<Blob> {
+    /// Re-encodes every blob the codec wants to change (after a dictionary was trained), in
+    /// the item map and in every index entry.
+    fn recompress<K>(&mut self, codec: &dyn ObjectCodec<K>) -> Result<(), IndexerError> {
+        let mut changed: FastMap<ObjectKey, Blob> = FastMap::default();
+        for (key, blob) in &self.items {
+            match codec.core().recompress(blob) {
+                Ok(Some(b)) => {
+                    changed.insert(key.clone(), b);
+                }
+                Ok(None) => {}
+                Err(source) => {
+                    return Err(IndexerError::Encode {
+                        key: key.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        for (key, blob) in self.items.iter_mut() {
+            if let Some(b) = changed.get(key.as_str()) {
+                *blob = Arc::clone(b);
+            }
+        }
+        for index in &mut self.indices {
+            for set in index.map.values_mut() {
+                for (key, blob) in set.iter_mut() {
+                    if let Some(b) = changed.get(key.as_str()) {
+                        *blob = Arc::clone(b);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The index functions in a fixed order; `indices[i]` belongs to `funcs[i]`.
 type IndexerList<K> = Arc<Vec<(String, IndexFunc<K>)>>;
 
+/// The state under the lock. Only the tables of the indexer's mode are used (the other stay
+/// empty): `typed` without a codec, `compact` with one.
 struct State<K> {
-    items: Items<K>,
-    /// Invariant: `indices.len() == indexers.len()`, and every index reflects every item.
-    indices: Vec<Index<K>>,
+    typed: Tables<Arc<K>>,
+    compact: Tables<Blob>,
     indexers: IndexerList<K>,
+}
+
+impl<K> State<K> {
+    fn len(&self, compact: bool) -> usize {
+        if compact {
+            self.compact.items.len()
+        } else {
+            self.typed.items.len()
+        }
+    }
 }
 
 /// What an insert did: the previous object (if any) and the object as stored (transformed).
@@ -125,43 +200,140 @@ pub struct Upserted<K> {
     pub new: Arc<K>,
 }
 
+enum Previous<K> {
+    Typed(FastMap<ObjectKey, Arc<K>>),
+    Compact {
+        map: FastMap<ObjectKey, Blob>,
+        codec: Arc<dyn ObjectCodec<K>>,
+        /// Filled by the first [`PreviousItems::get`]: every object decoded.
+        decoded: OnceLock<FastMap<ObjectKey, Arc<K>>>,
+    },
+}
+
 /// The content an indexer held before a [`Indexer::replace_take_old`].
-pub struct PreviousItems<K>(FastMap<ObjectKey, Arc<K>>);
+///
+/// In compact mode the objects stay encoded and are decoded when asked for:
+/// [`get_owned`](Self::get_owned) and [`remove`](Self::remove) decode one object;
+/// [`get`](Self::get), which returns a reference, decodes *all* of them on first use (prefer
+/// `get_owned`).
+pub struct PreviousItems<K>(Previous<K>);
 
 impl<K> fmt::Debug for PreviousItems<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PreviousItems")
-            .field("len", &self.0.len())
+            .field("len", &self.len())
             .finish()
     }
 }
 
+fn decode_arc<K>(
+    codec: &dyn ObjectCodec<K>,
+    key: &str,
+    blob: &[u8],
+) -> Result<Arc<K>, IndexerError> {
+    codec
+        .decode(blob)
+        .map(Arc::new)
+        .map_err(|source| IndexerError::Decode {
+            key: ObjectKey::from_raw(key),
+            source,
+        })
+}
+
+/// Logs a decode error for read APIs that cannot return one.
+fn log_decode_error(e: &IndexerError) {
+    tracing::error!(error = %e, "compact indexer: stored object skipped");
+}
+
 impl<K> PreviousItems<K> {
-    /// The object that was stored under `key`.
+    /// The object that was stored under `key` (see the type's note on compact mode).
     pub fn get(&self, key: &str) -> Option<&Arc<K>> {
-        self.0.get(key)
+        match &self.0 {
+            Previous::Typed(m) => m.get(key),
+            Previous::Compact {
+                map,
+                codec,
+                decoded,
+            } => decoded
+                .get_or_init(|| {
+                    map.iter()
+                        .filter_map(|(k, b)| match decode_arc(codec.as_ref(), k.as_str(), b) {
+                            Ok(o) => Some((k.clone(), o)),
+                            Err(e) => {
+                                log_decode_error(&e);
+                                None
+                            }
+                        })
+                        .collect()
+                })
+                .get(key),
+        }
     }
-    /// Takes the object that was stored under `key`.
+
+    /// The object that was stored under `key`, decoded on demand in compact mode.
+    ///
+    /// # Errors
+    /// [`IndexerError::Decode`] if its stored bytes cannot be decoded.
+    pub fn try_get(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
+        match &self.0 {
+            Previous::Typed(m) => Ok(m.get(key).cloned()),
+            Previous::Compact { map, codec, .. } => map
+                .get(key)
+                .map(|b| decode_arc(codec.as_ref(), key, b))
+                .transpose(),
+        }
+    }
+
+    /// As [`try_get`](Self::try_get); an undecodable object is logged and reported absent.
+    pub fn get_owned(&self, key: &str) -> Option<Arc<K>> {
+        self.try_get(key).unwrap_or_else(|e| {
+            log_decode_error(&e);
+            None
+        })
+    }
+
+    /// Takes the object that was stored under `key` (an undecodable object is logged and
+    /// reported absent).
     pub fn remove(&mut self, key: &str) -> Option<Arc<K>> {
-        self.0.remove(key)
+        match &mut self.0 {
+            Previous::Typed(m) => m.remove(key),
+            Previous::Compact { map, codec, .. } => {
+                let blob = map.remove(key)?;
+                decode_arc(codec.as_ref(), key, &blob)
+                    .map_err(|e| log_decode_error(&e))
+                    .ok()
+            }
+        }
     }
+
     /// The keys, in no particular order.
     pub fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
-        self.0.keys()
+        let it: Box<dyn Iterator<Item = &ObjectKey> + '_> = match &self.0 {
+            Previous::Typed(m) => Box::new(m.keys()),
+            Previous::Compact { map, .. } => Box::new(map.keys()),
+        };
+        it
     }
+
     /// Number of objects.
     pub fn len(&self) -> usize {
-        self.0.len()
+        match &self.0 {
+            Previous::Typed(m) => m.len(),
+            Previous::Compact { map, .. } => map.len(),
+        }
     }
+
     /// True if the indexer was empty.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 }
 
 /// A thread-safe, indexed object cache keyed by `namespace/name`: client-go's `Indexer`.
 ///
-/// Share it with `Arc<Indexer<K>>`; all methods take `&self`.
+/// Share it with `Arc<Indexer<K>>`; all methods take `&self`. Built typed with
+/// [`new`](Self::new) or compact with [`compact`](Self::compact); both modes have the same API
+/// and semantics.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -183,13 +355,16 @@ pub struct Indexer<K> {
     writer: Mutex<()>,
     state: RwLock<State<K>>,
     transform: Option<TransformFunc<K>>,
+    /// Compact mode when set.
+    codec: Option<Arc<dyn ObjectCodec<K>>>,
 }
 
 impl<K> fmt::Debug for Indexer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.state.read();
         f.debug_struct("Indexer")
-            .field("items", &s.items.len())
+            .field("compact", &self.codec.is_some())
+            .field("items", &s.len(self.codec.is_some()))
             .field(
                 "indexers",
                 &s.indexers
@@ -227,20 +402,59 @@ fn compute_values<K: Resource>(
     Ok(out)
 }
 
+fn sorted<K>(indexers: Indexers<K>) -> Vec<(String, IndexFunc<K>)> {
+    let mut list: Vec<_> = indexers.into_iter().collect();
+    list.sort_by(|a, b| a.0.cmp(&b.0));
+    list
+}
+
+impl<K: Resource + Serialize + DeserializeOwned + 'static> Indexer<K> {
+    /// An empty indexer in compact mode: objects are kept encoded (see
+    /// [`CompactOptions`]) and decoded on every read, in exchange for a fraction of the memory
+    /// of typed objects. Same API and semantics as [`new`](Self::new); reads return freshly
+    /// decoded objects (equal to what was stored, not the same `Arc`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::cache::{CompactOptions, Indexer, NAMESPACE_INDEX, namespace_index_func};
+    ///
+    /// let indexer = Indexer::<Pod>::compact(
+    ///     [(NAMESPACE_INDEX.to_string(), namespace_index_func())].into(),
+    ///     CompactOptions::default(),
+    /// )
+    /// .unwrap();
+    /// let mut pod = Pod::default();
+    /// pod.metadata.name = Some("web-0".into());
+    /// pod.metadata.namespace = Some("default".into());
+    /// indexer.add(Arc::new(pod.clone())).unwrap();
+    /// assert_eq!(*indexer.get_by_key("default/web-0").unwrap(), pod);
+    /// assert_eq!(indexer.by_index(NAMESPACE_INDEX, "default").unwrap().len(), 1);
+    /// ```
+    ///
+    /// # Errors
+    /// [`IndexerError::Compact`] if a given dictionary is unusable.
+    pub fn compact(indexers: Indexers<K>, options: CompactOptions) -> Result<Self, IndexerError> {
+        let codec = TypedCodec::<K>::new(&options).map_err(IndexerError::Compact)?;
+        let mut idx = Self::new(indexers);
+        idx.codec = Some(Arc::new(codec));
+        Ok(idx)
+    }
+}
+
 impl<K: Resource> Indexer<K> {
-    /// An empty indexer with these index functions.
+    /// An empty indexer with these index functions, keeping objects typed (`Arc<K>`).
     pub fn new(indexers: Indexers<K>) -> Self {
-        let mut list: Vec<(String, IndexFunc<K>)> = indexers.into_iter().collect();
-        list.sort_by(|a, b| a.0.cmp(&b.0));
-        let indices = (0..list.len()).map(|_| Index::default()).collect();
+        let list = sorted(indexers);
         Indexer {
             writer: Mutex::new(()),
             state: RwLock::new(State {
-                items: Items::new(),
-                indices,
+                typed: Tables::new(list.len(), 0),
+                compact: Tables::new(list.len(), 0),
                 indexers: Arc::new(list),
             }),
             transform: None,
+            codec: None,
         }
     }
 
@@ -249,6 +463,28 @@ impl<K: Resource> Indexer<K> {
     pub fn with_transform(mut self, transform: TransformFunc<K>) -> Self {
         self.transform = Some(transform);
         self
+    }
+
+    /// True if objects are kept encoded ([`compact`](Self::compact)).
+    pub fn is_compact(&self) -> bool {
+        self.codec.is_some()
+    }
+
+    /// Compact mode: the size of the zstd dictionary in use, if one exists yet.
+    pub fn compact_dictionary_len(&self) -> Option<usize> {
+        self.codec.as_ref().and_then(|c| c.core().dictionary_len())
+    }
+
+    /// Compact mode: the bytes of all stored encodings (payloads only, without map and index
+    /// overhead); `0` in typed mode.
+    pub fn compact_stored_bytes(&self) -> usize {
+        self.state
+            .read()
+            .compact
+            .items
+            .values()
+            .map(|b| b.len())
+            .sum()
     }
 
     fn prepare(&self, obj: Arc<K>) -> Result<(ObjectKey, Arc<K>), IndexerError> {
@@ -260,17 +496,93 @@ impl<K: Resource> Indexer<K> {
         Ok((key, obj))
     }
 
+    fn encode(
+        codec: &dyn ObjectCodec<K>,
+        key: &ObjectKey,
+        obj: &K,
+    ) -> Result<Blob, IndexerError> {
+        codec.encode(obj).map_err(|source| IndexerError::Encode {
+            key: key.clone(),
+            source,
+        })
+    }
+
+    /// Decodes blobs read under the lock; the first undecodable one is the error.
+    fn decode_all(
+        codec: &dyn ObjectCodec<K>,
+        blobs: Vec<(ObjectKey, Blob)>,
+    ) -> Result<Vec<Arc<K>>, IndexerError> {
+        blobs
+            .iter()
+            .map(|(k, b)| decode_arc(codec, k.as_str(), b))
+            .collect()
+    }
+
+    /// Compact mode: trains the dictionary once enough objects are stored, and re-encodes
+    /// what was stored before it existed. Called with the writer lock held.
+    fn maybe_train(&self, codec: &Arc<dyn ObjectCodec<K>>) -> Result<(), IndexerError> {
+        let samples: Vec<Blob> = {
+            let s = self.state.read();
+            if !codec.core().wants_training(s.compact.items.len()) {
+                return Ok(());
+            }
+            s.compact.items.values().cloned().collect()
+        };
+        if codec.core().train(&samples) {
+            drop(samples);
+            self.state.write().compact.recompress(codec.as_ref())?;
+        }
+        Ok(())
+    }
+
     /// Inserts or replaces `obj`, returning the previous and the stored object. The informer's
     /// process loop uses this for "update if present, else add".
     ///
+    /// In compact mode the previous object is decoded from its stored bytes; `new` is the
+    /// object given (after the transform), not a decoded copy.
+    ///
     /// # Errors
-    /// A key error, or an index function error (the store is then unchanged).
+    /// A key error, or an index function error (the store is then unchanged); in compact mode
+    /// also an encode error, or a decode error for the previous object (store unchanged).
     pub fn upsert(&self, obj: Arc<K>) -> Result<Upserted<K>, IndexerError> {
         let (key, obj) = self.prepare(obj)?;
         let _w = self.writer.lock();
+        if let Some(codec) = &self.codec {
+            let blob = Self::encode(codec.as_ref(), &key, &obj)?;
+            let (old_blob, funcs) = {
+                let s = self.state.read();
+                (
+                    s.compact.items.get(key.as_str()).cloned(),
+                    Arc::clone(&s.indexers),
+                )
+            };
+            let old = match &old_blob {
+                Some(b) => Some(decode_arc(codec.as_ref(), key.as_str(), b)?),
+                None => None,
+            };
+            if old_blob.as_deref() == Some(&*blob) {
+                // Identical bytes: same object, same index values; nothing to change.
+                return Ok(Upserted { old, new: obj });
+            }
+            let mut new_vals = compute_values(&funcs, &key, &obj)?;
+            let old_vals = match &old {
+                Some(o) => Some(compute_values(&funcs, &key, o)?),
+                None => None,
+            };
+            self.state
+                .write()
+                .compact
+                .put(&key, &blob, old_vals.as_ref(), &mut new_vals);
+            drop(blob);
+            self.maybe_train(codec)?;
+            return Ok(Upserted { old, new: obj });
+        }
         let (old, funcs) = {
             let s = self.state.read();
-            (s.items.get(key.as_str()), Arc::clone(&s.indexers))
+            (
+                s.typed.items.get(key.as_str()).cloned(),
+                Arc::clone(&s.indexers),
+            )
         };
         if let Some(o) = &old
             && Arc::ptr_eq(o, &obj)
@@ -284,19 +596,17 @@ impl<K: Resource> Indexer<K> {
             Some(o) => Some(compute_values(&funcs, &key, o)?),
             None => None,
         };
-        let mut s = self.state.write();
-        for i in 0..funcs.len() {
-            let old = old_vals.as_ref().map(|v| v.get(i)).unwrap_or(&[]);
-            s.indices[i].update(&key, &obj, old, new_vals.get_mut(i));
-        }
-        s.items.insert(key, Arc::clone(&obj));
+        self.state
+            .write()
+            .typed
+            .put(&key, &obj, old_vals.as_ref(), &mut new_vals);
         Ok(Upserted { old, new: obj })
     }
 
     /// Adds `obj` (replacing any object with the same key).
     ///
     /// # Errors
-    /// A key error or an index function error; the store is then unchanged.
+    /// As [`upsert`](Self::upsert); the store is then unchanged.
     pub fn add(&self, obj: Arc<K>) -> Result<(), IndexerError> {
         self.upsert(obj).map(|_| ())
     }
@@ -304,7 +614,7 @@ impl<K: Resource> Indexer<K> {
     /// Updates `obj` (adding it if absent), as client-go.
     ///
     /// # Errors
-    /// A key error or an index function error; the store is then unchanged.
+    /// As [`upsert`](Self::upsert); the store is then unchanged.
     pub fn update(&self, obj: Arc<K>) -> Result<(), IndexerError> {
         self.upsert(obj).map(|_| ())
     }
@@ -312,7 +622,8 @@ impl<K: Resource> Indexer<K> {
     /// Deletes the object with `obj`'s key; returns what was stored.
     ///
     /// # Errors
-    /// A key error, or an index function error on the stored object (which then stays).
+    /// A key error, or an index function error on the stored object (which then stays); in
+    /// compact mode a decode error for the stored object (which then stays).
     pub fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, IndexerError> {
         let key = meta_namespace_key(obj)?;
         self.delete_by_key(key.as_str())
@@ -321,63 +632,183 @@ impl<K: Resource> Indexer<K> {
     /// Deletes the object stored under `key`; returns it.
     ///
     /// # Errors
-    /// An index function error on the stored object (which then stays).
+    /// An index function error on the stored object (which then stays); in compact mode a
+    /// decode error for the stored object (which then stays).
     pub fn delete_by_key(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
         let _w = self.writer.lock();
+        let key = ObjectKey::from(key);
+        if let Some(codec) = &self.codec {
+            let (blob, funcs) = {
+                let s = self.state.read();
+                (
+                    s.compact.items.get(key.as_str()).cloned(),
+                    Arc::clone(&s.indexers),
+                )
+            };
+            let Some(blob) = blob else { return Ok(None) };
+            let old = decode_arc(codec.as_ref(), key.as_str(), &blob)?;
+            let old_vals = compute_values(&funcs, &key, &old)?;
+            self.state.write().compact.take(&key, &blob, &old_vals);
+            return Ok(Some(old));
+        }
         let (old, funcs) = {
             let s = self.state.read();
-            (s.items.get(key), Arc::clone(&s.indexers))
+            (
+                s.typed.items.get(key.as_str()).cloned(),
+                Arc::clone(&s.indexers),
+            )
         };
         let Some(old) = old else { return Ok(None) };
-        let key = ObjectKey::from(key);
         let old_vals = compute_values(&funcs, &key, &old)?;
-        let mut s = self.state.write();
-        for i in 0..funcs.len() {
-            s.indices[i].update(&key, &old, old_vals.get(i), &mut []);
-        }
-        s.items.remove(key.as_str());
+        self.state.write().typed.take(&key, &old, &old_vals);
         Ok(Some(old))
     }
 
-    /// Every stored object, in no particular order.
-    pub fn list(&self) -> Vec<Arc<K>> {
+    /// Every stored `(key, object)` pair; in compact mode the first undecodable object is an
+    /// error.
+    ///
+    /// # Errors
+    /// [`IndexerError::Decode`] (compact mode only).
+    pub fn try_list_with_keys(&self) -> Result<Vec<(ObjectKey, Arc<K>)>, IndexerError> {
         let s = self.state.read();
-        s.items.iter().map(|(_, v)| v).collect()
+        let Some(codec) = &self.codec else {
+            return Ok(s
+                .typed
+                .items
+                .iter()
+                .map(|(k, v)| (k.clone(), Arc::clone(v)))
+                .collect());
+        };
+        let blobs: Vec<(ObjectKey, Blob)> = s
+            .compact
+            .items
+            .iter()
+            .map(|(k, b)| (k.clone(), Arc::clone(b)))
+            .collect();
+        drop(s);
+        blobs
+            .into_iter()
+            .map(|(k, b)| decode_arc(codec.as_ref(), k.as_str(), &b).map(|o| (k, o)))
+            .collect()
+    }
+
+    /// Every stored object; in compact mode the first undecodable object is an error.
+    ///
+    /// # Errors
+    /// [`IndexerError::Decode`] (compact mode only).
+    pub fn try_list(&self) -> Result<Vec<Arc<K>>, IndexerError> {
+        let s = self.state.read();
+        let Some(codec) = &self.codec else {
+            return Ok(s.typed.items.values().cloned().collect());
+        };
+        let blobs: Vec<(ObjectKey, Blob)> = s
+            .compact
+            .items
+            .iter()
+            .map(|(k, b)| (k.clone(), Arc::clone(b)))
+            .collect();
+        drop(s);
+        Self::decode_all(codec.as_ref(), blobs)
+    }
+
+    /// Every stored object, in no particular order. In compact mode an undecodable object is
+    /// logged and left out (use [`try_list`](Self::try_list) to get the error).
+    pub fn list(&self) -> Vec<Arc<K>> {
+        match &self.codec {
+            None => self.state.read().typed.items.values().cloned().collect(),
+            Some(_) => self
+                .try_list_with_keys_lossy()
+                .into_iter()
+                .map(|(_, o)| o)
+                .collect(),
+        }
+    }
+
+    fn try_list_with_keys_lossy(&self) -> Vec<(ObjectKey, Arc<K>)> {
+        let Some(codec) = &self.codec else {
+            return self.try_list_with_keys().unwrap_or_default();
+        };
+        let blobs: Vec<(ObjectKey, Blob)> = self
+            .state
+            .read()
+            .compact
+            .items
+            .iter()
+            .map(|(k, b)| (k.clone(), Arc::clone(b)))
+            .collect();
+        blobs
+            .into_iter()
+            .filter_map(
+                |(k, b)| match decode_arc(codec.as_ref(), k.as_str(), &b) {
+                    Ok(o) => Some((k, o)),
+                    Err(e) => {
+                        log_decode_error(&e);
+                        None
+                    }
+                },
+            )
+            .collect()
     }
 
     /// Every stored key, in no particular order.
     pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.state.read().items.keys().cloned().collect()
+        let s = self.state.read();
+        if self.codec.is_some() {
+            s.compact.items.keys().cloned().collect()
+        } else {
+            s.typed.items.keys().cloned().collect()
+        }
     }
 
-    /// Every stored `(key, object)` pair.
+    /// Every stored `(key, object)` pair. In compact mode an undecodable object is logged and
+    /// left out (see [`try_list_with_keys`](Self::try_list_with_keys)).
     pub fn list_with_keys(&self) -> Vec<(ObjectKey, Arc<K>)> {
-        let s = self.state.read();
-        s.items.iter().map(|(k, v)| (k.clone(), v)).collect()
+        self.try_list_with_keys_lossy()
     }
 
     /// The stored object with `obj`'s key.
     ///
     /// # Errors
-    /// A key error.
+    /// A key error; in compact mode a decode error.
     pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>, IndexerError> {
         let key = meta_namespace_key(obj)?;
-        Ok(self.get_by_key(key.as_str()))
+        self.try_get_by_key(key.as_str())
     }
 
-    /// The object stored under `key`.
+    /// The object stored under `key`; in compact mode decoded from its stored bytes.
+    ///
+    /// # Errors
+    /// [`IndexerError::Decode`] (compact mode only).
+    pub fn try_get_by_key(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
+        let Some(codec) = &self.codec else {
+            return Ok(self.state.read().typed.items.get(key).cloned());
+        };
+        let blob = self.state.read().compact.items.get(key).cloned();
+        blob.map(|b| decode_arc(codec.as_ref(), key, &b)).transpose()
+    }
+
+    /// The object stored under `key`. In compact mode an undecodable object is logged and
+    /// reported absent (see [`try_get_by_key`](Self::try_get_by_key)).
     pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.state.read().items.get(key)
+        self.try_get_by_key(key).unwrap_or_else(|e| {
+            log_decode_error(&e);
+            None
+        })
     }
 
     /// True if an object is stored under `key`.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.state.read().items.contains(key)
+        let s = self.state.read();
+        if self.codec.is_some() {
+            s.compact.items.contains_key(key)
+        } else {
+            s.typed.items.contains_key(key)
+        }
     }
 
     /// Number of stored objects.
     pub fn len(&self) -> usize {
-        self.state.read().items.len()
+        self.state.read().len(self.codec.is_some())
     }
 
     /// True when nothing is stored.
@@ -389,7 +820,8 @@ impl<K: Resource> Indexer<K> {
     /// accepted for symmetry with client-go and ignored.
     ///
     /// # Errors
-    /// A key or index function error for any object; the store is then unchanged.
+    /// A key or index function error for any object (in compact mode also an encode error);
+    /// the store is then unchanged.
     pub fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), IndexerError> {
         self.replace_take_old(objs, resource_version).map(|_| ())
     }
@@ -406,28 +838,92 @@ impl<K: Resource> Indexer<K> {
     ) -> Result<PreviousItems<K>, IndexerError> {
         let _w = self.writer.lock();
         let funcs = Arc::clone(&self.state.read().indexers);
-        let mut items = Items::with_capacity(objs.len());
-        let mut indices: Vec<Index<K>> = (0..funcs.len()).map(|_| Index::default()).collect();
+        if let Some(codec) = &self.codec {
+            let tables = self.build_compact(codec, &funcs, objs)?;
+            let mut s = self.state.write();
+            let old = std::mem::replace(&mut s.compact, tables);
+            drop(s);
+            let Tables { items, indices } = old;
+            drop(indices);
+            return Ok(PreviousItems(Previous::Compact {
+                map: items,
+                codec: Arc::clone(codec),
+                decoded: OnceLock::new(),
+            }));
+        }
+        let mut tables: Tables<Arc<K>> = Tables::new(funcs.len(), objs.len());
         for obj in objs {
             let (key, obj) = self.prepare(obj)?;
             let mut vals = compute_values(&funcs, &key, &obj)?;
-            if let Some(prev) = items.insert(key.clone(), Arc::clone(&obj)) {
+            if let Some(prev) = tables.items.get(key.as_str()).cloned() {
                 // Duplicate key in the list: the later object wins; drop the earlier one's
                 // index entries.
                 let prev_vals = compute_values(&funcs, &key, &prev)?;
-                for (i, index) in indices.iter_mut().enumerate() {
-                    index.update(&key, &prev, prev_vals.get(i), &mut []);
-                }
+                tables.take(&key, &prev, &prev_vals);
             }
-            for (i, index) in indices.iter_mut().enumerate() {
-                index.update(&key, &obj, &[], vals.get_mut(i));
-            }
+            tables.put(&key, &obj, None, &mut vals);
         }
         let mut s = self.state.write();
-        s.indices = indices;
-        let old = std::mem::replace(&mut s.items, items);
+        let old = std::mem::replace(&mut s.typed, tables);
         drop(s);
-        Ok(PreviousItems(old.into_map()))
+        let Tables { items, indices } = old;
+        drop(indices);
+        Ok(PreviousItems(Previous::Typed(items)))
+    }
+
+    /// Compact mode: encodes and indexes `objs` into fresh tables. Trains the dictionary
+    /// first if the list is large enough; an encoding identical to the one already stored
+    /// under the same key is shared rather than copied.
+    fn build_compact(
+        &self,
+        codec: &Arc<dyn ObjectCodec<K>>,
+        funcs: &[(String, IndexFunc<K>)],
+        objs: Vec<Arc<K>>,
+    ) -> Result<Tables<Blob>, IndexerError> {
+        let core = codec.core();
+        let mut tables: Tables<Blob> = Tables::new(funcs.len(), objs.len());
+        let train_at = if core.wants_training(objs.len()) {
+            Some(core.train_after())
+        } else {
+            None
+        };
+        for (n, obj) in objs.into_iter().enumerate() {
+            if train_at == Some(n) {
+                let samples: Vec<Blob> = tables.items.values().cloned().collect();
+                if core.train(&samples) {
+                    drop(samples);
+                    tables.recompress(codec.as_ref())?;
+                }
+            }
+            let (key, obj) = self.prepare(obj)?;
+            let mut blob = Self::encode(codec.as_ref(), &key, &obj)?;
+            if let Some(same) = self
+                .state
+                .read()
+                .compact
+                .items
+                .get(key.as_str())
+                .filter(|b| ***b == *blob)
+            {
+                blob = Arc::clone(same);
+            }
+            let mut vals = compute_values(funcs, &key, &obj)?;
+            if let Some(prev) = tables.items.get(key.as_str()).cloned() {
+                // Duplicate key in the list: the later object wins.
+                let prev_obj = decode_arc(codec.as_ref(), key.as_str(), &prev)?;
+                let prev_vals = compute_values(funcs, &key, &prev_obj)?;
+                tables.take(&key, &prev, &prev_vals);
+            }
+            tables.put(&key, &blob, None, &mut vals);
+        }
+        if core.wants_training(tables.items.len()) {
+            let samples: Vec<Blob> = tables.items.values().cloned().collect();
+            if core.train(&samples) {
+                drop(samples);
+                tables.recompress(codec.as_ref())?;
+            }
+        }
+        Ok(tables)
     }
 
     /// A no-op kept for client-go's `Store` shape: a store has nothing to resync.
@@ -448,7 +944,7 @@ impl<K: Resource> Indexer<K> {
     /// The stored objects that share an index value with `obj` in index `name`.
     ///
     /// # Errors
-    /// Unknown index, key error or index function error.
+    /// Unknown index, key error or index function error; in compact mode a decode error.
     pub fn index(&self, name: &str, obj: &K) -> Result<Vec<Arc<K>>, IndexerError> {
         let key = meta_namespace_key(obj)?;
         let func = {
@@ -464,14 +960,19 @@ impl<K: Resource> Indexer<K> {
         })?;
         let s = self.state.read();
         let i = Self::index_position(&s, name)?;
-        let index = &s.indices[i];
-        let mut found: FastMap<&ObjectKey, &Arc<K>> = FastMap::default();
-        for v in &values {
-            if let Some(set) = index.map.get(v.as_str()) {
-                found.extend(set.iter());
+        match &self.codec {
+            None => Ok(s
+                .typed
+                .matching(i, &values)
+                .into_iter()
+                .map(|(_, o)| o)
+                .collect()),
+            Some(codec) => {
+                let blobs = s.compact.matching(i, &values);
+                drop(s);
+                Self::decode_all(codec.as_ref(), blobs)
             }
         }
-        Ok(found.into_values().map(Arc::clone).collect())
     }
 
     /// The keys whose objects have `value` in index `name`, sorted.
@@ -481,34 +982,53 @@ impl<K: Resource> Indexer<K> {
     pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexerError> {
         let s = self.state.read();
         let i = Self::index_position(&s, name)?;
-        let mut keys: Vec<ObjectKey> = s.indices[i]
-            .map
-            .get(value)
-            .map(|set| set.keys().cloned().collect())
-            .unwrap_or_default();
+        let mut keys: Vec<ObjectKey> = if self.codec.is_some() {
+            s.compact.indices[i]
+                .map
+                .get(value)
+                .map(|set| set.keys().cloned().collect())
+                .unwrap_or_default()
+        } else {
+            s.typed.indices[i]
+                .map
+                .get(value)
+                .map(|set| set.keys().cloned().collect())
+                .unwrap_or_default()
+        };
         drop(s);
         keys.sort_unstable();
         Ok(keys)
     }
 
-    /// The objects with `value` in index `name` (empty for an unknown value).
+    /// The objects with `value` in index `name` (empty for an unknown value). In compact mode
+    /// they are decoded after the lock is released.
     ///
     /// # Errors
-    /// [`IndexerError::UnknownIndex`].
+    /// [`IndexerError::UnknownIndex`]; in compact mode [`IndexerError::Decode`] for the first
+    /// undecodable object.
     pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<K>>, IndexerError> {
         let s = self.state.read();
         let i = Self::index_position(&s, name)?;
-        Ok(match s.indices[i].map.get(value) {
-            Some(set) => set.values().map(Arc::clone).collect(),
+        let Some(codec) = &self.codec else {
+            return Ok(s.typed.by_index(i, value));
+        };
+        let blobs: Vec<(ObjectKey, Blob)> = match s.compact.indices[i].map.get(value) {
+            Some(set) => set
+                .iter()
+                .map(|(k, b)| (k.clone(), Arc::clone(b)))
+                .collect(),
             None => Vec::new(),
-        })
+        };
+        drop(s);
+        Self::decode_all(codec.as_ref(), blobs)
     }
 
     /// Every value present in index `name` (empty for an unknown index, as client-go).
     pub fn list_index_func_values(&self, name: &str) -> Vec<String> {
         let s = self.state.read();
         match Self::index_position(&s, name) {
-            Ok(i) => s.indices[i].map.keys().cloned().collect(),
+            Ok(i) if self.codec.is_some() => s.compact.indices[i].map.keys().cloned().collect(),
+            Ok(i) => s.typed.indices[i].map.keys().cloned().collect(),
             Err(_) => Vec::new(),
         }
     }
@@ -527,17 +1047,12 @@ impl<K: Resource> Indexer<K> {
     ///
     /// # Errors
     /// [`IndexerError::IndexerConflict`] if a name already exists (nothing is added), or an
-    /// index function error during back-fill (nothing is added).
+    /// index function error during back-fill (nothing is added); in compact mode a decode
+    /// error (nothing is added).
     pub fn add_indexers(&self, new: Indexers<K>) -> Result<(), IndexerError> {
         let _w = self.writer.lock();
-        let (funcs, items) = {
-            let s = self.state.read();
-            let items: Vec<(ObjectKey, Arc<K>)> =
-                s.items.iter().map(|(k, v)| (k.clone(), v)).collect();
-            (Arc::clone(&s.indexers), items)
-        };
-        let mut new: Vec<(String, IndexFunc<K>)> = new.into_iter().collect();
-        new.sort_by(|a, b| a.0.cmp(&b.0));
+        let funcs = Arc::clone(&self.state.read().indexers);
+        let new = sorted(new);
         let conflicts: Vec<&str> = new
             .iter()
             .filter(|(n, _)| funcs.iter().any(|(m, _)| m == n))
@@ -546,20 +1061,60 @@ impl<K: Resource> Indexer<K> {
         if !conflicts.is_empty() {
             return Err(IndexerError::IndexerConflict(conflicts.join(", ")));
         }
-        let mut added: Vec<Index<K>> = (0..new.len()).map(|_| Index::default()).collect();
+        let mut list: Vec<(String, IndexFunc<K>)> = funcs.iter().cloned().collect();
+        if let Some(codec) = &self.codec {
+            let items: Vec<(ObjectKey, Blob)> = self
+                .state
+                .read()
+                .compact
+                .items
+                .iter()
+                .map(|(k, b)| (k.clone(), Arc::clone(b)))
+                .collect();
+            let mut added: Vec<Index<Blob>> = (0..new.len()).map(|_| Index::default()).collect();
+            for (key, blob) in &items {
+                let obj = decode_arc(codec.as_ref(), key.as_str(), blob)?;
+                let mut vals = compute_values(&new, key, &obj)?;
+                for (i, index) in added.iter_mut().enumerate() {
+                    index.update(key, blob, &[], vals.get_mut(i));
+                }
+            }
+            list.extend(new);
+            let mut s = self.state.write();
+            s.compact.indices.extend(added);
+            s.typed.indices.extend((0..added_len(&list, &funcs)).map(|_| Index::default()));
+            s.indexers = Arc::new(list);
+            return Ok(());
+        }
+        let items: Vec<(ObjectKey, Arc<K>)> = self
+            .state
+            .read()
+            .typed
+            .items
+            .iter()
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .collect();
+        let mut added: Vec<Index<Arc<K>>> = (0..new.len()).map(|_| Index::default()).collect();
         for (key, obj) in &items {
             let mut vals = compute_values(&new, key, obj)?;
             for (i, index) in added.iter_mut().enumerate() {
                 index.update(key, obj, &[], vals.get_mut(i));
             }
         }
-        let mut list: Vec<(String, IndexFunc<K>)> = funcs.iter().cloned().collect();
         list.extend(new);
         let mut s = self.state.write();
-        s.indices.extend(added);
+        s.typed.indices.extend(added);
+        s.compact
+            .indices
+            .extend((0..added_len(&list, &funcs)).map(|_| Index::default()));
         s.indexers = Arc::new(list);
         Ok(())
     }
+}
+
+/// How many index functions were added (`list` = old + new).
+fn added_len<T, U>(list: &[T], old: &[U]) -> usize {
+    list.len() - old.len()
 }
 
 #[cfg(test)]
