@@ -1132,6 +1132,38 @@ mod tests {
     };
     use super::*;
 
+    /// The storage modes every behaviour test runs in.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) enum Mode {
+        Typed = 0,
+        Compact = 1,
+    }
+
+    /// An indexer of `mode`; compact indexers train their dictionary early (after 3 objects)
+    /// so both raw and compressed entries are exercised.
+    pub(crate) fn build(mode: Mode, indexers: Indexers<Pod>) -> Indexer<Pod> {
+        match mode {
+            Mode::Typed => Indexer::new(indexers),
+            Mode::Compact => {
+                Indexer::compact(indexers, CompactOptions::default().train_after(3)).unwrap()
+            }
+        }
+    }
+
+    /// Runs each named test function (taking a [`Mode`]) in both modes.
+    macro_rules! both_modes {
+        ($($name:ident),* $(,)?) => {
+            mod typed {
+                $( #[test] fn $name() { super::$name(super::Mode::Typed) } )*
+            }
+            mod compact {
+                $( #[test] fn $name() { super::$name(super::Mode::Compact) } )*
+            }
+        };
+    }
+
+    both_modes!(add_get_list_delete_round_trip, objects_without_a_name_are_refused_with_a_key_error, multi_value_index_is_updated_from_old_and_new_values, empty_value_sets_are_removed_on_update, unknown_index_is_an_error_and_unknown_value_is_empty, index_keys_are_sorted, index_returns_objects_sharing_any_value, add_indexers_back_fills_and_refuses_conflicts, index_function_errors_are_typed_and_leave_the_store_unchanged, replace_rebuilds_items_and_indices, transform_runs_before_storing, upsert_reports_the_previous_object, index_functions_run_without_the_state_lock, by_index_returns_the_current_object_when_index_values_do_not_change);
+
     /// Indexes by the comma-separated `users` label (several values per object).
     fn users_index() -> IndexFunc<Pod> {
         Arc::new(|p: &Pod, out: &mut Vec<String>| {
@@ -1142,8 +1174,8 @@ mod tests {
         })
     }
 
-    fn users_indexer() -> Indexer<Pod> {
-        Indexer::new([("by_user".to_string(), users_index())].into())
+    fn users_indexer(mode: Mode) -> Indexer<Pod> {
+        build(mode, [("by_user".to_string(), users_index())].into())
     }
 
     fn names(objs: Vec<Arc<Pod>>) -> Vec<String> {
@@ -1155,9 +1187,8 @@ mod tests {
         v
     }
 
-    #[test]
-    fn add_get_list_delete_round_trip() {
-        let idx = Indexer::<Pod>::default();
+    fn add_get_list_delete_round_trip(mode: Mode) {
+        let idx = build(mode, Indexers::new());
         idx.add(pod("ns", "a", &[])).unwrap();
         idx.add(pod("", "cluster", &[])).unwrap();
         assert_eq!(idx.len(), 2);
@@ -1172,17 +1203,15 @@ mod tests {
         assert_eq!(idx.len(), 1);
     }
 
-    #[test]
-    fn objects_without_a_name_are_refused_with_a_key_error() {
-        let idx = Indexer::<Pod>::default();
+    fn objects_without_a_name_are_refused_with_a_key_error(mode: Mode) {
+        let idx = build(mode, Indexers::new());
         let err = idx.add(Arc::new(Pod::default())).unwrap_err();
         assert!(matches!(err, IndexerError::Key(KeyError::MissingName)));
         assert!(idx.is_empty());
     }
 
-    #[test]
-    fn multi_value_index_is_updated_from_old_and_new_values() {
-        let idx = users_indexer();
+    fn multi_value_index_is_updated_from_old_and_new_values(mode: Mode) {
+        let idx = users_indexer(mode);
         idx.add(pod("ns", "one", &[("users", "ernie.bert")]))
             .unwrap();
         idx.add(pod("ns", "two", &[("users", "bert.oscar")]))
@@ -1214,18 +1243,16 @@ mod tests {
         assert_eq!(values, ["elmo", "ernie"]);
     }
 
-    #[test]
-    fn empty_value_sets_are_removed_on_update() {
-        let idx = users_indexer();
+    fn empty_value_sets_are_removed_on_update(mode: Mode) {
+        let idx = users_indexer(mode);
         idx.add(pod("ns", "a", &[("users", "x")])).unwrap();
         idx.update(pod("ns", "a", &[("users", "y")])).unwrap();
         assert_eq!(idx.list_index_func_values("by_user"), ["y"]);
         assert!(idx.by_index("by_user", "x").unwrap().is_empty());
     }
 
-    #[test]
-    fn unknown_index_is_an_error_and_unknown_value_is_empty() {
-        let idx = users_indexer();
+    fn unknown_index_is_an_error_and_unknown_value_is_empty(mode: Mode) {
+        let idx = users_indexer(mode);
         idx.add(pod("ns", "a", &[("users", "x")])).unwrap();
         assert!(matches!(
             idx.by_index("nope", "x"),
@@ -1237,10 +1264,9 @@ mod tests {
         assert!(idx.list_index_func_values("nope").is_empty());
     }
 
-    #[test]
-    fn index_keys_are_sorted() {
+    fn index_keys_are_sorted(mode: Mode) {
         let idx =
-            Indexer::<Pod>::new([(NAMESPACE_INDEX.to_string(), namespace_index_func())].into());
+            build(mode, [(NAMESPACE_INDEX.to_string(), namespace_index_func())].into());
         for name in ["d", "b", "a", "c"] {
             idx.add(pod("ns", name, &[])).unwrap();
         }
@@ -1253,9 +1279,8 @@ mod tests {
         assert_eq!(keys, ["ns/a", "ns/b", "ns/c", "ns/d"]);
     }
 
-    #[test]
-    fn index_returns_objects_sharing_any_value() {
-        let idx = users_indexer();
+    fn index_returns_objects_sharing_any_value(mode: Mode) {
+        let idx = users_indexer(mode);
         idx.add(pod("ns", "one", &[("users", "a.b")])).unwrap();
         idx.add(pod("ns", "two", &[("users", "b")])).unwrap();
         idx.add(pod("ns", "tre", &[("users", "c")])).unwrap();
@@ -1263,9 +1288,8 @@ mod tests {
         assert_eq!(names(idx.index("by_user", &probe).unwrap()), ["one", "two"]);
     }
 
-    #[test]
-    fn add_indexers_back_fills_and_refuses_conflicts() {
-        let idx = Indexer::<Pod>::default();
+    fn add_indexers_back_fills_and_refuses_conflicts(mode: Mode) {
+        let idx = build(mode, Indexers::new());
         idx.add(pod("ns1", "a", &[("app", "web")])).unwrap();
         idx.add(pod("ns2", "b", &[("app", "db")])).unwrap();
         idx.add_indexers([("app".to_string(), label_index_func("app"))].into())
@@ -1288,8 +1312,7 @@ mod tests {
         assert_eq!(names(idx.by_index("app", "web").unwrap()), ["a", "c"]);
     }
 
-    #[test]
-    fn index_function_errors_are_typed_and_leave_the_store_unchanged() {
+    fn index_function_errors_are_typed_and_leave_the_store_unchanged(mode: Mode) {
         let failing: IndexFunc<Pod> = Arc::new(|p: &Pod, out: &mut Vec<String>| {
             match p.metadata.labels.as_ref().and_then(|l| l.get("v")) {
                 Some(v) => {
@@ -1299,7 +1322,7 @@ mod tests {
                 None => Err(IndexFuncError("no v label".into())),
             }
         });
-        let idx = Indexer::new([("v".to_string(), failing)].into());
+        let idx = build(mode, [("v".to_string(), failing)].into());
         idx.add(pod("ns", "a", &[("v", "1")])).unwrap();
         let err = idx.update(pod("ns", "a", &[])).unwrap_err();
         assert!(matches!(err, IndexerError::IndexFunc { ref index, .. } if index == "v"));
@@ -1315,9 +1338,8 @@ mod tests {
         assert!(idx.get_by_key("ns/a").is_some());
     }
 
-    #[test]
-    fn replace_rebuilds_items_and_indices() {
-        let idx = Indexer::<Pod>::new([("app".to_string(), label_index_func("app"))].into());
+    fn replace_rebuilds_items_and_indices(mode: Mode) {
+        let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
         idx.add(pod("ns", "a", &[("app", "web")])).unwrap();
         idx.add(pod("ns", "b", &[("app", "web")])).unwrap();
         let old = idx
@@ -1334,9 +1356,8 @@ mod tests {
         assert_eq!(idx.len(), 2);
     }
 
-    #[test]
-    fn transform_runs_before_storing() {
-        let idx = Indexer::<Pod>::default().with_transform(strip_managed_fields_transform());
+    fn transform_runs_before_storing(mode: Mode) {
+        let idx = build(mode, Indexers::new()).with_transform(strip_managed_fields_transform());
         let mut p = (*pod("ns", "a", &[])).clone();
         p.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
         let up = idx.upsert(Arc::new(p)).unwrap();
@@ -1345,53 +1366,117 @@ mod tests {
         assert!(stored.metadata.managed_fields.is_none());
     }
 
-    #[test]
-    fn upsert_reports_the_previous_object() {
-        let idx = Indexer::<Pod>::default();
+    fn upsert_reports_the_previous_object(mode: Mode) {
+        let idx = build(mode, Indexers::new());
         let first = pod("ns", "a", &[]);
         assert!(idx.upsert(Arc::clone(&first)).unwrap().old.is_none());
         let up = idx.upsert(pod("ns", "a", &[("x", "y")])).unwrap();
-        assert!(Arc::ptr_eq(up.old.as_ref().unwrap(), &first));
+        assert_eq!(up.old.as_deref(), Some(&*first));
+        if matches!(mode, Mode::Typed) {
+            assert!(Arc::ptr_eq(up.old.as_ref().unwrap(), &first));
+        }
     }
 
-    #[test]
-    fn index_functions_run_without_the_state_lock() {
+    fn index_functions_run_without_the_state_lock(mode: Mode) {
         // An index function that reads the indexer would deadlock if it ran under the lock.
-        static INDEXER: OnceLock<Arc<Indexer<Pod>>> = OnceLock::new();
-        static READS: AtomicUsize = AtomicUsize::new(0);
-        let reading: IndexFunc<Pod> = Arc::new(|_p: &Pod, out: &mut Vec<String>| {
-            if let Some(idx) = INDEXER.get() {
+        static INDEXER: [OnceLock<Arc<Indexer<Pod>>>; 2] = [OnceLock::new(), OnceLock::new()];
+        static READS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        let m = mode as usize;
+        let reading: IndexFunc<Pod> = Arc::new(move |_p: &Pod, out: &mut Vec<String>| {
+            if let Some(idx) = INDEXER[m].get() {
                 let _ = idx.list();
                 let _ = idx.by_index("r", "x");
-                READS.fetch_add(1, Ordering::SeqCst);
+                READS[m].fetch_add(1, Ordering::SeqCst);
             }
             out.push("x".into());
             Ok(())
         });
         let idx =
-            INDEXER.get_or_init(|| Arc::new(Indexer::new([("r".to_string(), reading)].into())));
+            INDEXER[m].get_or_init(|| Arc::new(build(mode, [("r".to_string(), reading)].into())));
         idx.add(pod("ns", "a", &[])).unwrap();
-        idx.update(pod("ns", "a", &[])).unwrap();
+        idx.update(pod("ns", "a", &[("v", "2")])).unwrap();
         idx.delete(&pod("ns", "a", &[])).unwrap();
-        assert!(READS.load(Ordering::SeqCst) >= 3);
+        assert!(READS[m].load(Ordering::SeqCst) >= 3);
     }
 
-    #[test]
-    fn by_index_returns_the_current_object_when_index_values_do_not_change() {
-        let idx = Indexer::<Pod>::new([("app".to_string(), label_index_func("app"))].into());
+    fn by_index_returns_the_current_object_when_index_values_do_not_change(mode: Mode) {
+        let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
         idx.add(pod("ns", "a", &[("app", "web")])).unwrap();
         let newer = pod("ns", "a", &[("app", "web"), ("v", "2")]);
         idx.update(Arc::clone(&newer)).unwrap();
         let got = idx.by_index("app", "web").unwrap();
         assert_eq!(got.len(), 1);
-        assert!(Arc::ptr_eq(&got[0], &newer));
+        assert_eq!(*got[0], *newer);
         let got = idx.index("app", &newer).unwrap();
-        assert!(Arc::ptr_eq(&got[0], &newer));
+        assert_eq!(*got[0], *newer);
+        if matches!(mode, Mode::Typed) {
+            assert!(Arc::ptr_eq(&got[0], &newer));
+        }
     }
 
     #[test]
     fn indexer_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Indexer<Pod>>();
+    }
+
+    #[test]
+    fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
+        let idx = build(
+            Mode::Compact,
+            [("app".to_string(), label_index_func("app"))].into(),
+        );
+        for i in 0..5 {
+            idx.add(pod("ns", &format!("p{i}"), &[("app", "web")])).unwrap();
+        }
+        // Corrupt one stored entry, in the item map and the index alike.
+        let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
+        {
+            let mut s = idx.state.write();
+            s.compact.items.insert(ObjectKey::from("ns/p1"), Arc::clone(&bad));
+            for set in s.compact.indices[0].map.values_mut() {
+                if let Some(b) = set.get_mut("ns/p1") {
+                    *b = Arc::clone(&bad);
+                }
+            }
+        }
+        let is_decode = |e: &IndexerError| matches!(e, IndexerError::Decode { key, .. } if key.as_str() == "ns/p1");
+        assert!(is_decode(&idx.try_get_by_key("ns/p1").unwrap_err()));
+        assert!(idx.get_by_key("ns/p1").is_none());
+        assert!(idx.get_by_key("ns/p2").is_some());
+        assert!(is_decode(&idx.by_index("app", "web").unwrap_err()));
+        assert!(is_decode(&idx.try_list().unwrap_err()));
+        assert_eq!(idx.list().len(), 4);
+        assert!(is_decode(&idx.update(pod("ns", "p1", &[("app", "db")])).unwrap_err()));
+        assert!(is_decode(&idx.delete_by_key("ns/p1").unwrap_err()));
+        assert!(idx.contains_key("ns/p1"));
+        // A replace drops the corrupt entry; its previous content reports it as an error.
+        let old = idx
+            .replace_take_old(vec![pod("ns", "p1", &[("app", "db")])], "2")
+            .unwrap();
+        assert!(is_decode(&old.try_get("ns/p1").unwrap_err()));
+        assert_eq!(idx.by_index("app", "db").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
+        let idx = build(Mode::Compact, [("app".to_string(), label_index_func("app"))].into());
+        let pods: Vec<Arc<Pod>> = (0..50)
+            .map(|i| pod(&format!("ns-{}", i % 3), &format!("p{i}"), &[("app", "web")]))
+            .collect();
+        for p in &pods {
+            idx.add(Arc::clone(p)).unwrap();
+        }
+        assert!(idx.compact_dictionary_len().is_some());
+        let s = idx.state.read();
+        assert!(s.compact.items.values().all(|b| b[0] == 1));
+        for set in s.compact.indices[0].map.values() {
+            assert!(set.values().all(|b| b[0] == 1));
+        }
+        drop(s);
+        for p in &pods {
+            let key = meta_namespace_key(p.as_ref()).unwrap();
+            assert_eq!(*idx.get_by_key(key.as_str()).unwrap(), **p);
+        }
     }
 }

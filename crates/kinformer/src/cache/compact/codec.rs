@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
@@ -55,7 +55,8 @@ pub(crate) struct Codec {
     train_after: usize,
     dictionary_size: usize,
     dict: OnceLock<Dictionary>,
-    train_tried: AtomicBool,
+    /// The number of samples of the last failed training (0: none failed).
+    failed_at: AtomicUsize,
     write: Mutex<WriteCtx>,
 }
 
@@ -89,7 +90,7 @@ impl Codec {
             train_after: opts.train_after,
             dictionary_size: opts.dictionary_size,
             dict,
-            train_tried: AtomicBool::new(false),
+            failed_at: AtomicUsize::new(0),
             write: Mutex::new(write),
         })
     }
@@ -198,21 +199,22 @@ impl Codec {
         self.train_after
     }
 
-    /// True when a dictionary should be trained now that `stored` objects are held.
+    /// True when a dictionary should be trained now that `stored` objects are held: at
+    /// `train_after` objects, and after a failed training (too little data) again at twice
+    /// the sample count.
     pub(crate) fn wants_training(&self, stored: usize) -> bool {
         self.train_after > 0
-            && stored >= self.train_after
             && self.dict.get().is_none()
-            && !self.train_tried.load(Ordering::Relaxed)
+            && stored >= self.train_after.max(self.failed_at.load(Ordering::Relaxed).saturating_mul(2))
     }
 
     /// Trains the dictionary from uncompressed blobs (tagged raw); returns whether a
-    /// dictionary now exists. Tried once: a failure is logged and objects stay uncompressed.
+    /// dictionary now exists. A failure is logged; objects stay uncompressed until a later
+    /// training (with twice the samples) succeeds.
     pub(crate) fn train(&self, samples: &[Blob]) -> bool {
         if self.dict.get().is_some() {
             return true;
         }
-        self.train_tried.store(true, Ordering::Relaxed);
         let payloads: Vec<&[u8]> = samples
             .iter()
             .filter_map(|b| match b.split_first() {
@@ -233,7 +235,8 @@ impl Codec {
                 true
             }
             Err(e) => {
-                tracing::warn!(error = %e, "compact indexer: objects stay uncompressed");
+                self.failed_at.store(samples.len().max(1), Ordering::Relaxed);
+                tracing::debug!(error = %e, "compact indexer: objects stay uncompressed for now");
                 false
             }
         }
