@@ -22,7 +22,7 @@ fn main() {
         match cache::run(w) {
             Ok(rows) => {
                 for (metric, value, unit) in rows {
-                    println!("{w}  {metric}  {value:.1}  {unit}");
+                    println!("{w}  {metric}  {value:.3}  {unit}");
                 }
             }
             Err(e) => eprintln!("{w}: {e}"),
