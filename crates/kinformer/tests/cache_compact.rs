@@ -9,8 +9,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kinformer::cache::{
-    CompactOptions, Delta, Format, Indexer, IndexerError, Indexers, NAMESPACE_INDEX,
-    Notification, label_index_func, meta_namespace_key, namespace_index_func, process_deltas,
+    CompactOptions, Delta, Format, Indexer, IndexerError, Indexers, NAMESPACE_INDEX, Notification,
+    label_index_func, meta_namespace_key, namespace_index_func, process_deltas,
     strip_managed_fields_transform,
 };
 use proptest::prelude::*;
@@ -31,7 +31,10 @@ fn arb_pod() -> impl Strategy<Value = Pod> {
         prop_oneof![Just(None), "[a-z][a-z0-9-]{0,6}".prop_map(Some)],
         proptest::collection::btree_map("[a-z]{1,5}", text, 0..4),
         proptest::collection::btree_map("[a-z./]{1,12}", any::<String>(), 0..3),
-        proptest::collection::vec(("[a-z]{1,6}", text, proptest::option::of(any::<String>())), 0..3),
+        proptest::collection::vec(
+            ("[a-z]{1,6}", text, proptest::option::of(any::<String>())),
+            0..3,
+        ),
         proptest::option::of(any::<u32>()),
         any::<bool>(),
     )
@@ -191,8 +194,14 @@ fn a_large_replace_trains_the_dictionary_and_reconciles_like_typed_mode() {
 #[test]
 fn an_unknown_index_and_a_bad_key_are_the_same_errors_in_compact_mode() {
     let idx = Indexer::<Pod>::compact(indexers(), CompactOptions::default()).unwrap();
-    assert!(matches!(idx.by_index("nope", "x"), Err(IndexerError::UnknownIndex(_))));
-    assert!(matches!(idx.add(Arc::new(Pod::default())), Err(IndexerError::Key(_))));
+    assert!(matches!(
+        idx.by_index("nope", "x"),
+        Err(IndexerError::UnknownIndex(_))
+    ));
+    assert!(matches!(
+        idx.add(Arc::new(Pod::default())),
+        Err(IndexerError::Key(_))
+    ));
     assert!(idx.is_compact());
     assert!(idx.is_empty());
 }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::cache::{
-    CompactOptions, DeltaFifo, Indexer, Notification, Popped, Queue, RealFifo, meta_namespace_key, process_deltas,
+    CompactOptions, DeltaFifo, Indexer, Notification, Popped, Queue, RealFifo, meta_namespace_key,
+    process_deltas,
 };
 use proptest::prelude::*;
 
@@ -100,7 +101,11 @@ impl Consumer {
 }
 
 /// Runs `ops` against a typed or (with `compact`) a compact indexer.
-fn run(ops: &[Op], compact: bool, make: impl FnOnce(Arc<Indexer<ConfigMap>>) -> Arc<dyn Queue<ConfigMap>>) {
+fn run(
+    ops: &[Op],
+    compact: bool,
+    make: impl FnOnce(Arc<Indexer<ConfigMap>>) -> Arc<dyn Queue<ConfigMap>>,
+) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

@@ -9,15 +9,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kinformer::cache::{
-    CacheError, CompactOptions, DeltaFifo, Indexer, Indexers, NAMESPACE_INDEX, Queue, RealFifo,
-    label_index_func, namespace_index_func, process_deltas,
+    CacheError, CompactOptions, DeltaFifo, IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, Queue,
+    RealFifo, label_index_func, namespace_index_func, process_deltas,
 };
+use kube::core::PartialObjectMeta;
 
 use super::alloc::{live_bytes, peak_bytes, reset_peak};
 
 /// The workloads this module runs.
-pub const WORKLOADS: &[&str] = &["W4", "W4-compact", "W4R", "W5"];
+pub const WORKLOADS: &[&str] = &["W4", "W4-compact", "W4R", "W4P", "W5"];
 
 /// One result row: metric name, value, unit.
 type Row = (String, f64, String);
@@ -37,6 +39,7 @@ pub fn run(workload: &str) -> Result<Vec<Row>, String> {
         "W4" => w4(false),
         "W4-compact" => w4(true),
         "W4R" => w4r(),
+        "W4P" => w4p(),
         "W5" => w5(),
         other => Err(format!(
             "unknown cache workload {other:?} (known: {WORKLOADS:?})"
@@ -429,15 +432,120 @@ fn w4r() -> Result<Vec<Row>, String> {
 
     Ok(vec![
         row("heap_bytes_per_obj_total_real", per(total), "B"),
-        row("heap_bytes_per_obj_objects_only_real", per(objects_only), "B"),
+        row(
+            "heap_bytes_per_obj_objects_only_real",
+            per(objects_only),
+            "B",
+        ),
         row("json_bytes_per_obj_real", json_bytes as f64 / 1000.0, "B"),
-        row("heap_bytes_per_obj_total_real_compact", per(total_compact), "B"),
+        row(
+            "heap_bytes_per_obj_total_real_compact",
+            per(total_compact),
+            "B",
+        ),
         row("stored_bytes_per_obj_real_compact", per(stored), "B"),
         row(
             "get_ns_per_op_real_compact",
             get_wall / found.max(1) as f64,
             "ns",
         ),
+    ])
+}
+
+/// W4P's projection: only what a controller reads of a pod (see the kinformer example
+/// `projection`, which defines the same type).
+#[derive(Debug, Clone, Default)]
+#[allow(dead_code)] // the fields a controller would read; only their memory is measured here
+struct PodLite {
+    metadata: ObjectMeta,
+    node_name: Option<String>,
+    images: Vec<(String, Option<String>)>,
+    phase: Option<String>,
+}
+
+impl k8s_openapi::Resource for PodLite {
+    const API_VERSION: &'static str = "v1";
+    const GROUP: &'static str = "";
+    const KIND: &'static str = "Pod";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "pods";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for PodLite {
+    type Ty = ObjectMeta;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// Heap bytes per object of an indexer (W4's two indices) filled with 100,000 bench pods
+/// turned into `T` one at a time.
+fn lean_total<T: kube::Resource + 'static>(
+    make: impl Fn(Pod) -> T,
+    app: impl Fn(&T) -> Option<String> + Send + Sync + 'static,
+) -> Result<f64, String> {
+    let base = live_bytes();
+    let app: IndexFunc<T> = Arc::new(move |o: &T, out: &mut Vec<String>| {
+        out.extend(app(o));
+        Ok(())
+    });
+    let indexer = Indexer::<T>::new(
+        [
+            (NAMESPACE_INDEX.to_string(), namespace_index_func()),
+            ("app".to_string(), app),
+        ]
+        .into(),
+    );
+    for i in 0..W4_PODS {
+        indexer
+            .add(Arc::new(make(bench_pod(i, i))))
+            .map_err(|e| e.to_string())?;
+    }
+    let total = live_bytes().saturating_sub(base);
+    drop(indexer);
+    Ok(total as f64 / W4_PODS as f64)
+}
+
+/// W4P: W4's add phase with lean typed objects: a projection type and metadata only
+/// (`PartialObjectMeta<Pod>`); heap bytes per object, indexer included.
+fn w4p() -> Result<Vec<Row>, String> {
+    let label = |m: &ObjectMeta| m.labels.as_ref().and_then(|l| l.get("app").cloned());
+    let projection = lean_total(
+        |p: Pod| {
+            let spec = p.spec.unwrap_or_default();
+            PodLite {
+                metadata: ObjectMeta {
+                    managed_fields: None,
+                    ..p.metadata
+                },
+                node_name: spec.node_name,
+                // By reference: collecting from `into_iter` would reuse the (much larger)
+                // buffer of the containers.
+                images: spec
+                    .containers
+                    .iter()
+                    .map(|c| (c.name.clone(), c.image.clone()))
+                    .collect(),
+                phase: p.status.and_then(|s| s.phase),
+            }
+        },
+        move |p: &PodLite| label(&p.metadata),
+    )?;
+    let meta_only = lean_total(
+        |p: Pod| PartialObjectMeta::<Pod> {
+            types: None,
+            metadata: p.metadata,
+            _phantom: std::marker::PhantomData,
+        },
+        move |p: &PartialObjectMeta<Pod>| label(&p.metadata),
+    )?;
+    Ok(vec![
+        row("heap_bytes_per_obj_total_projection", projection, "B"),
+        row("heap_bytes_per_obj_total_metaonly", meta_only, "B"),
     ])
 }
 

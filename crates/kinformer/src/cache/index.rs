@@ -98,13 +98,7 @@ impl<V: Clone> Index<V> {
     /// Moves `key` from the `old` values to the `new` values, recording `obj` as its object
     /// (also under values that did not change). New value strings are moved out of `new`
     /// (left empty) when they create an index entry.
-    pub(crate) fn update(
-        &mut self,
-        key: &ObjectKey,
-        obj: &V,
-        old: &[String],
-        new: &mut [String],
-    ) {
+    pub(crate) fn update(&mut self, key: &ObjectKey, obj: &V, old: &[String], new: &mut [String]) {
         for o in old {
             if new.contains(o) {
                 continue;

@@ -119,8 +119,8 @@ impl<K: Resource> NamespaceLister<K> {
 mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
-    use super::super::{CompactOptions, Indexers, namespace_index_func};
     use super::super::test_util::pod;
+    use super::super::{CompactOptions, Indexers, namespace_index_func};
     use super::*;
 
     fn fill(idx: &Indexer<Pod>) {

@@ -17,8 +17,8 @@ pub mod reflector;
 mod sink;
 mod synctrack;
 
-pub use compact::{CodecError, CompactOptions, Format};
 pub use cache_sync::{HasSynced, SyncedFlag, wait_for_cache_sync, wait_for_named_cache_sync};
+pub use compact::{CodecError, CompactOptions, Format};
 pub use error::CacheError;
 pub use fake_listwatch::{FakeListerWatcher, WatchStep};
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};

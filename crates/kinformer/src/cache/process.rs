@@ -124,10 +124,7 @@ fn apply_one<K: Resource>(
                     continue;
                 };
                 handler(match old.get_owned(key.as_str()) {
-                    Some(prev) => Notification::Update {
-                        old: prev,
-                        new,
-                    },
+                    Some(prev) => Notification::Update { old: prev, new },
                     None => Notification::Add {
                         obj: new,
                         is_in_initial_list,

@@ -496,11 +496,7 @@ impl<K: Resource> Indexer<K> {
         Ok((key, obj))
     }
 
-    fn encode(
-        codec: &dyn ObjectCodec<K>,
-        key: &ObjectKey,
-        obj: &K,
-    ) -> Result<Blob, IndexerError> {
+    fn encode(codec: &dyn ObjectCodec<K>, key: &ObjectKey, obj: &K) -> Result<Blob, IndexerError> {
         codec.encode(obj).map_err(|source| IndexerError::Encode {
             key: key.clone(),
             source,
@@ -738,15 +734,13 @@ impl<K: Resource> Indexer<K> {
             .collect();
         blobs
             .into_iter()
-            .filter_map(
-                |(k, b)| match decode_arc(codec.as_ref(), k.as_str(), &b) {
-                    Ok(o) => Some((k, o)),
-                    Err(e) => {
-                        log_decode_error(&e);
-                        None
-                    }
-                },
-            )
+            .filter_map(|(k, b)| match decode_arc(codec.as_ref(), k.as_str(), &b) {
+                Ok(o) => Some((k, o)),
+                Err(e) => {
+                    log_decode_error(&e);
+                    None
+                }
+            })
             .collect()
     }
 
@@ -784,7 +778,8 @@ impl<K: Resource> Indexer<K> {
             return Ok(self.state.read().typed.items.get(key).cloned());
         };
         let blob = self.state.read().compact.items.get(key).cloned();
-        blob.map(|b| decode_arc(codec.as_ref(), key, &b)).transpose()
+        blob.map(|b| decode_arc(codec.as_ref(), key, &b))
+            .transpose()
     }
 
     /// The object stored under `key`. In compact mode an undecodable object is logged and
@@ -1082,7 +1077,9 @@ impl<K: Resource> Indexer<K> {
             list.extend(new);
             let mut s = self.state.write();
             s.compact.indices.extend(added);
-            s.typed.indices.extend((0..added_len(&list, &funcs)).map(|_| Index::default()));
+            s.typed
+                .indices
+                .extend((0..added_len(&list, &funcs)).map(|_| Index::default()));
             s.indexers = Arc::new(list);
             return Ok(());
         }
@@ -1162,7 +1159,22 @@ mod tests {
         };
     }
 
-    both_modes!(add_get_list_delete_round_trip, objects_without_a_name_are_refused_with_a_key_error, multi_value_index_is_updated_from_old_and_new_values, empty_value_sets_are_removed_on_update, unknown_index_is_an_error_and_unknown_value_is_empty, index_keys_are_sorted, index_returns_objects_sharing_any_value, add_indexers_back_fills_and_refuses_conflicts, index_function_errors_are_typed_and_leave_the_store_unchanged, replace_rebuilds_items_and_indices, transform_runs_before_storing, upsert_reports_the_previous_object, index_functions_run_without_the_state_lock, by_index_returns_the_current_object_when_index_values_do_not_change);
+    both_modes!(
+        add_get_list_delete_round_trip,
+        objects_without_a_name_are_refused_with_a_key_error,
+        multi_value_index_is_updated_from_old_and_new_values,
+        empty_value_sets_are_removed_on_update,
+        unknown_index_is_an_error_and_unknown_value_is_empty,
+        index_keys_are_sorted,
+        index_returns_objects_sharing_any_value,
+        add_indexers_back_fills_and_refuses_conflicts,
+        index_function_errors_are_typed_and_leave_the_store_unchanged,
+        replace_rebuilds_items_and_indices,
+        transform_runs_before_storing,
+        upsert_reports_the_previous_object,
+        index_functions_run_without_the_state_lock,
+        by_index_returns_the_current_object_when_index_values_do_not_change
+    );
 
     /// Indexes by the comma-separated `users` label (several values per object).
     fn users_index() -> IndexFunc<Pod> {
@@ -1265,8 +1277,10 @@ mod tests {
     }
 
     fn index_keys_are_sorted(mode: Mode) {
-        let idx =
-            build(mode, [(NAMESPACE_INDEX.to_string(), namespace_index_func())].into());
+        let idx = build(
+            mode,
+            [(NAMESPACE_INDEX.to_string(), namespace_index_func())].into(),
+        );
         for name in ["d", "b", "a", "c"] {
             idx.add(pod("ns", name, &[])).unwrap();
         }
@@ -1427,13 +1441,16 @@ mod tests {
             [("app".to_string(), label_index_func("app"))].into(),
         );
         for i in 0..5 {
-            idx.add(pod("ns", &format!("p{i}"), &[("app", "web")])).unwrap();
+            idx.add(pod("ns", &format!("p{i}"), &[("app", "web")]))
+                .unwrap();
         }
         // Corrupt one stored entry, in the item map and the index alike.
         let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
         {
             let mut s = idx.state.write();
-            s.compact.items.insert(ObjectKey::from("ns/p1"), Arc::clone(&bad));
+            s.compact
+                .items
+                .insert(ObjectKey::from("ns/p1"), Arc::clone(&bad));
             for set in s.compact.indices[0].map.values_mut() {
                 if let Some(b) = set.get_mut("ns/p1") {
                     *b = Arc::clone(&bad);
@@ -1447,7 +1464,9 @@ mod tests {
         assert!(is_decode(&idx.by_index("app", "web").unwrap_err()));
         assert!(is_decode(&idx.try_list().unwrap_err()));
         assert_eq!(idx.list().len(), 4);
-        assert!(is_decode(&idx.update(pod("ns", "p1", &[("app", "db")])).unwrap_err()));
+        assert!(is_decode(
+            &idx.update(pod("ns", "p1", &[("app", "db")])).unwrap_err()
+        ));
         assert!(is_decode(&idx.delete_by_key("ns/p1").unwrap_err()));
         assert!(idx.contains_key("ns/p1"));
         // A replace drops the corrupt entry; its previous content reports it as an error.
@@ -1460,9 +1479,18 @@ mod tests {
 
     #[test]
     fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
-        let idx = build(Mode::Compact, [("app".to_string(), label_index_func("app"))].into());
+        let idx = build(
+            Mode::Compact,
+            [("app".to_string(), label_index_func("app"))].into(),
+        );
         let pods: Vec<Arc<Pod>> = (0..50)
-            .map(|i| pod(&format!("ns-{}", i % 3), &format!("p{i}"), &[("app", "web")]))
+            .map(|i| {
+                pod(
+                    &format!("ns-{}", i % 3),
+                    &format!("p{i}"),
+                    &[("app", "web")],
+                )
+            })
             .collect();
         for p in &pods {
             idx.add(Arc::clone(p)).unwrap();

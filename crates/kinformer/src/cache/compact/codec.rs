@@ -105,8 +105,9 @@ impl Codec {
         let ctx = &mut *guard;
         ctx.serialized.clear();
         let res = match self.format {
-            Format::MessagePack => rmp_serde::encode::write_named(&mut ctx.serialized, obj)
-                .map_err(|e| e.to_string()),
+            Format::MessagePack => {
+                rmp_serde::encode::write_named(&mut ctx.serialized, obj).map_err(|e| e.to_string())
+            }
             Format::Json => {
                 serde_json::to_writer(&mut ctx.serialized, obj).map_err(|e| e.to_string())
             }
@@ -166,10 +167,7 @@ impl Codec {
                     buf.reserve(size);
                     dctx.decompress_using_ddict(buf, payload, &dict.ddict)
                         .map_err(|code| {
-                            CodecError::Decode(format!(
-                                "zstd: {}",
-                                zstd_safe::get_error_name(code)
-                            ))
+                            CodecError::Decode(format!("zstd: {}", zstd_safe::get_error_name(code)))
                         })?;
                     let out = self.deserialize(buf);
                     if buf.capacity() > 1 << 20 {
@@ -205,7 +203,10 @@ impl Codec {
     pub(crate) fn wants_training(&self, stored: usize) -> bool {
         self.train_after > 0
             && self.dict.get().is_none()
-            && stored >= self.train_after.max(self.failed_at.load(Ordering::Relaxed).saturating_mul(2))
+            && stored
+                >= self
+                    .train_after
+                    .max(self.failed_at.load(Ordering::Relaxed).saturating_mul(2))
     }
 
     /// Trains the dictionary from uncompressed blobs (tagged raw); returns whether a
@@ -235,7 +236,8 @@ impl Codec {
                 true
             }
             Err(e) => {
-                self.failed_at.store(samples.len().max(1), Ordering::Relaxed);
+                self.failed_at
+                    .store(samples.len().max(1), Ordering::Relaxed);
                 tracing::debug!(error = %e, "compact indexer: objects stay uncompressed for now");
                 false
             }
@@ -350,7 +352,12 @@ mod tests {
         let c = trained(Format::MessagePack);
         let p = pod("ns", "a", &[("app", "web")]);
         let good = c.encode(&p).unwrap();
-        let mut cases: Vec<Vec<u8>> = vec![vec![], vec![7, 1, 2], vec![TAG_RAW, 0xc1], vec![TAG_ZSTD, 1, 2, 3]];
+        let mut cases: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![7, 1, 2],
+            vec![TAG_RAW, 0xc1],
+            vec![TAG_ZSTD, 1, 2, 3],
+        ];
         let mut flipped = good.to_vec();
         let last = flipped.len() - 1;
         flipped[last] ^= 0xff;
@@ -366,6 +373,9 @@ mod tests {
         }
         // Compressed blobs need the dictionary.
         let untrained = TypedCodec::<Pod>::new(&CompactOptions::default()).unwrap();
-        assert!(matches!(untrained.decode(&good), Err(CodecError::Decode(_))));
+        assert!(matches!(
+            untrained.decode(&good),
+            Err(CodecError::Decode(_))
+        ));
     }
 }

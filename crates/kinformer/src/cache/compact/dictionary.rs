@@ -16,7 +16,9 @@ pub(crate) struct Dictionary {
 
 impl fmt::Debug for Dictionary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Dictionary").field("len", &self.len).finish()
+        f.debug_struct("Dictionary")
+            .field("len", &self.len)
+            .finish()
     }
 }
 
