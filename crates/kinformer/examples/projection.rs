@@ -5,9 +5,10 @@
 //! small struct instead and keep the typed API. The projection is decoded straight from the
 //! JSON as served (serde skips every other field), or made from a decoded `Pod`.
 //!
-//! Figures for 100,000 bench pods (`kinformer bench cache` W4 and W4P, counting allocator,
-//! heap bytes per object): typed `Pod` ≈ 6,200 (+142 for the indexer); this projection ≈ 300;
-//! `PartialObjectMeta<Pod>` (metadata only) ≈ 520; a compact indexer of full pods ≈ 255.
+//! Figures for 100,000 bench pods (`kinformer bench cache` W4, W4P, W4-compact; counting
+//! allocator; heap bytes per object, the indexer with two indices included): typed `Pod`
+//! ≈ 6,340; a projection like this one ≈ 1,260 (most of it the `ObjectMeta`);
+//! `PartialObjectMeta<Pod>` (metadata only) ≈ 1,160; a compact indexer of full pods ≈ 255.
 //!
 //! Run: `cargo run -p kinformer --example projection`.
 
