@@ -834,6 +834,16 @@ impl<K: Resource> Indexer<K> {
         let _w = self.writer.lock();
         let funcs = Arc::clone(&self.state.read().indexers);
         if let Some(codec) = &self.codec {
+            if !codec.core().wants_training(objs.len()) {
+                match self.replace_compact_in_place(codec, &funcs, &objs) {
+                    Err(e @ IndexerError::Decode { .. }) => {
+                        // A stored object is undecodable, so its index entries cannot be
+                        // found by value: rebuild everything from the list instead.
+                        tracing::warn!(error = %e, "compact indexer: replace rebuilds the indices");
+                    }
+                    res => return res,
+                }
+            }
             let tables = self.build_compact(codec, &funcs, objs)?;
             let mut s = self.state.write();
             let old = std::mem::replace(&mut s.compact, tables);
@@ -864,6 +874,102 @@ impl<K: Resource> Indexer<K> {
         let Tables { items, indices } = old;
         drop(indices);
         Ok(PreviousItems(Previous::Typed(items)))
+    }
+
+    /// Compact mode, once the dictionary question is settled: replaces by difference, so a
+    /// relist does not build a second set of indices. Every object is encoded and compared
+    /// with the stored bytes; only changed, new and vanished objects get index work, all of it
+    /// computed before the write lock, which then applies it and swaps the item map.
+    fn replace_compact_in_place(
+        &self,
+        codec: &Arc<dyn ObjectCodec<K>>,
+        funcs: &[(String, IndexFunc<K>)],
+        objs: &[Arc<K>],
+    ) -> Result<PreviousItems<K>, IndexerError> {
+        /// One key's index change: from the stored object's values to the new one's.
+        struct Change {
+            key: ObjectKey,
+            /// The new blob, or `None` for a vanished key (then `old` is set).
+            new: Option<(Blob, IndexValues)>,
+            old: Option<(Blob, IndexValues)>,
+        }
+        let old_values = |key: &ObjectKey, blob: &Blob| -> Result<IndexValues, IndexerError> {
+            let obj = decode_arc(codec.as_ref(), key.as_str(), blob)?;
+            compute_values(funcs, key, &obj)
+        };
+        let mut items: FastMap<ObjectKey, Blob> =
+            FastMap::with_capacity_and_hasher(objs.len(), FastState::default());
+        let mut changes: Vec<Change> = Vec::new();
+        for obj in objs {
+            let (key, obj) = self.prepare(Arc::clone(obj))?;
+            let blob = Self::encode(codec.as_ref(), &key, &obj)?;
+            let stored = self.state.read().compact.items.get(key.as_str()).cloned();
+            if items.contains_key(key.as_str()) {
+                // Duplicate key in the list: the later object wins; forget the earlier change.
+                changes.retain(|c| c.key != key);
+            }
+            match stored {
+                Some(s) if *s == *blob => {
+                    // Unchanged: share the stored bytes; its index entries stay as they are.
+                    items.insert(key, s);
+                }
+                stored => {
+                    let new_vals = compute_values(funcs, &key, &obj)?;
+                    let old = match stored {
+                        Some(s) => {
+                            let vals = old_values(&key, &s)?;
+                            Some((s, vals))
+                        }
+                        None => None,
+                    };
+                    items.insert(key.clone(), Arc::clone(&blob));
+                    changes.push(Change {
+                        key,
+                        new: Some((blob, new_vals)),
+                        old,
+                    });
+                }
+            }
+        }
+        let vanished: Vec<(ObjectKey, Blob)> = self
+            .state
+            .read()
+            .compact
+            .items
+            .iter()
+            .filter(|(k, _)| !items.contains_key(k.as_str()))
+            .map(|(k, b)| (k.clone(), Arc::clone(b)))
+            .collect();
+        for (key, blob) in vanished {
+            let vals = old_values(&key, &blob)?;
+            changes.push(Change {
+                key,
+                new: None,
+                old: Some((blob, vals)),
+            });
+        }
+        let mut s = self.state.write();
+        for mut c in changes {
+            let old_vals = c.old.as_ref().map(|(_, v)| v);
+            for (i, index) in s.compact.indices.iter_mut().enumerate() {
+                let old = old_vals.map(|v| v.get(i)).unwrap_or(&[]);
+                match &mut c.new {
+                    Some((blob, vals)) => index.update(&c.key, blob, old, vals.get_mut(i)),
+                    None => {
+                        if let Some((blob, _)) = &c.old {
+                            index.update(&c.key, blob, old, &mut []);
+                        }
+                    }
+                }
+            }
+        }
+        let old = std::mem::replace(&mut s.compact.items, items);
+        drop(s);
+        Ok(PreviousItems(Previous::Compact {
+            map: old,
+            codec: Arc::clone(codec),
+            decoded: OnceLock::new(),
+        }))
     }
 
     /// Compact mode: encodes and indexes `objs` into fresh tables. Trains the dictionary
@@ -1160,6 +1266,7 @@ mod tests {
     }
 
     both_modes!(
+        replace_with_duplicate_keys_keeps_the_later_object,
         add_get_list_delete_round_trip,
         objects_without_a_name_are_refused_with_a_key_error,
         multi_value_index_is_updated_from_old_and_new_values,
@@ -1432,6 +1539,34 @@ mod tests {
     fn indexer_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Indexer<Pod>>();
+    }
+
+    fn replace_with_duplicate_keys_keeps_the_later_object(mode: Mode) {
+        let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
+        for i in 0..8 {
+            idx.add(pod("ns", &format!("p{i}"), &[("app", "old")]))
+                .unwrap();
+        }
+        // Twice: the first relist may train the dictionary, the second replaces in place.
+        for _ in 0..2 {
+            idx.replace(
+                vec![
+                    pod("ns", "p0", &[("app", "x")]),
+                    pod("ns", "p1", &[("app", "old")]),
+                    pod("ns", "p0", &[("app", "y")]),
+                    pod("ns", "p9", &[("app", "x")]),
+                ],
+                "3",
+            )
+            .unwrap();
+            assert_eq!(names(idx.by_index("app", "x").unwrap()), ["p9"]);
+            assert_eq!(names(idx.by_index("app", "y").unwrap()), ["p0"]);
+            assert_eq!(names(idx.by_index("app", "old").unwrap()), ["p1"]);
+            let mut values = idx.list_index_func_values("app");
+            values.sort();
+            assert_eq!(values, ["old", "x", "y"]);
+            assert_eq!(idx.len(), 3);
+        }
     }
 
     #[test]
