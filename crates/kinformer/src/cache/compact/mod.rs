@@ -20,10 +20,16 @@
 //! | | typed | compact |
 //! |---|---|---|
 //! | bench pod (W4, ≈ 290 B of JSON) | ≈ 6,340 B | ≈ 255 B |
-//! | realistic pod (W4R, ≈ 7.1 KB of JSON with managedFields) | ≈ 47,600 B | ≈ 576 B |
-//! | `get_by_key` | ≈ 0.5 µs | ≈ 4–6 µs (one decode) |
-//! | `by_index`, per object returned | ≈ 0.1 µs | ≈ 4–7 µs (one decode each) |
-//! | update | ≈ 1.5–6 µs | ≈ 13–20 µs (encode, decode the old object) |
+//! | realistic pod (W4R, ≈ 7.1 KB of JSON with managedFields) | ≈ 47,600 B | ≈ 570 B |
+//! | `get_by_key` (thread CPU time) | ≈ 0.2–0.4 µs | ≈ 3.6–4.5 µs (one decode) |
+//! | `by_index`, per object returned (CPU) | ≈ 0.07 µs | ≈ 4–5 µs (one decode each) |
+//! | update (CPU) | ≈ 3.5 µs | ≈ 8–13 µs (encode, decode the old object) |
+//! | relist peak / steady state, unchanged objects | 1.02 | 1.23 |
+//! | relist peak / steady state, every object changed | 1.02 | 2.74 |
+//!
+//! (Typed relists share the objects with the caller's list, so only the new tables count; a
+//! compact relist with every object changed holds the new encodings and index values of the
+//! changed objects until it applies them.)
 //!
 //! - **Typed** when the program reads the cache much more often than the objects change, or
 //!   lists large parts of it on every reconcile, and the memory is affordable. Leaner typed
