@@ -841,7 +841,10 @@ impl<K: Resource> Indexer<K> {
                         // found by value: rebuild everything from the list instead.
                         tracing::warn!(error = %e, "compact indexer: replace rebuilds the indices");
                     }
-                    res => return res,
+                    // Most objects changed: a rebuild needs less memory than change records.
+                    Ok(None) => {}
+                    Ok(Some(old)) => return Ok(old),
+                    Err(e) => return Err(e),
                 }
             }
             let tables = self.build_compact(codec, &funcs, objs)?;
@@ -880,12 +883,14 @@ impl<K: Resource> Indexer<K> {
     /// relist does not build a second set of indices. Every object is encoded and compared
     /// with the stored bytes; only changed, new and vanished objects get index work, all of it
     /// computed before the write lock, which then applies it and swaps the item map.
+    /// `None` (nothing changed) when more than half of the list changed: a rebuild is then
+    /// the leaner way.
     fn replace_compact_in_place(
         &self,
         codec: &Arc<dyn ObjectCodec<K>>,
         funcs: &[(String, IndexFunc<K>)],
         objs: &[Arc<K>],
-    ) -> Result<PreviousItems<K>, IndexerError> {
+    ) -> Result<Option<PreviousItems<K>>, IndexerError> {
         /// One key's index change: from the stored object's values to the new one's.
         struct Change {
             key: ObjectKey,
@@ -928,6 +933,9 @@ impl<K: Resource> Indexer<K> {
                         new: Some((blob, new_vals)),
                         old,
                     });
+                    if changes.len() > objs.len() / 2 + 16 {
+                        return Ok(None);
+                    }
                 }
             }
         }
@@ -965,11 +973,11 @@ impl<K: Resource> Indexer<K> {
         }
         let old = std::mem::replace(&mut s.compact.items, items);
         drop(s);
-        Ok(PreviousItems(Previous::Compact {
+        Ok(Some(PreviousItems(Previous::Compact {
             map: old,
             codec: Arc::clone(codec),
             decoded: OnceLock::new(),
-        }))
+        })))
     }
 
     /// Compact mode: encodes and indexes `objs` into fresh tables. Trains the dictionary
