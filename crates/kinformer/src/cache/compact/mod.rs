@@ -25,11 +25,12 @@
 //! | `by_index`, per object returned (CPU) | ≈ 0.07 µs | ≈ 4–5 µs (one decode each) |
 //! | update (CPU) | ≈ 3.5 µs | ≈ 8–13 µs (encode, decode the old object) |
 //! | relist peak / steady state, unchanged objects | 1.02 | 1.23 |
-//! | relist peak / steady state, every object changed | 1.02 | 2.74 |
+//! | relist peak / steady state, every object changed | 1.02 | 1.94 |
 //!
-//! (Typed relists share the objects with the caller's list, so only the new tables count; a
-//! compact relist with every object changed holds the new encodings and index values of the
-//! changed objects until it applies them.)
+//! (Typed relists share the objects with the caller's list, so only the new tables count. A
+//! compact relist replaces by difference — unchanged objects keep their bytes and index
+//! entries — and, when more than half of the list changed, rebuilds the tables instead, so
+//! old and new tables coexist until the swap.)
 //!
 //! - **Typed** when the program reads the cache much more often than the objects change, or
 //!   lists large parts of it on every reconcile, and the memory is affordable. Leaner typed
