@@ -122,6 +122,8 @@ fn row(name: &str, value: f64, unit: &str) -> Row {
     (name.to_string(), value, unit.to_string())
 }
 
+/// W4's indexer; compact ones use the default options (MessagePack), or JSON with
+/// `KINFORMER_COMPACT_FORMAT=json` (to compare the formats).
 fn w4_indexer(compact: bool, app_label: &str) -> Result<Indexer<Pod>, String> {
     let indexers: Indexers<Pod> = [
         (NAMESPACE_INDEX.to_string(), namespace_index_func()),
