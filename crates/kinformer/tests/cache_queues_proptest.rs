@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::cache::{
-    DeltaFifo, Indexer, Notification, Popped, Queue, RealFifo, meta_namespace_key, process_deltas,
+    CompactOptions, DeltaFifo, Indexer, Notification, Popped, Queue, RealFifo, meta_namespace_key,
+    process_deltas,
 };
 use proptest::prelude::*;
 
@@ -99,11 +100,21 @@ impl Consumer {
     }
 }
 
-fn run(ops: &[Op], make: impl FnOnce(Arc<Indexer<ConfigMap>>) -> Arc<dyn Queue<ConfigMap>>) {
+/// Runs `ops` against a typed or (with `compact`) a compact indexer.
+fn run(
+    ops: &[Op],
+    compact: bool,
+    make: impl FnOnce(Arc<Indexer<ConfigMap>>) -> Arc<dyn Queue<ConfigMap>>,
+) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let indexer = Arc::new(Indexer::<ConfigMap>::default());
+    let indexer = Arc::new(if compact {
+        Indexer::<ConfigMap>::compact(Default::default(), CompactOptions::default().train_after(4))
+            .unwrap()
+    } else {
+        Indexer::<ConfigMap>::default()
+    });
     let queue = make(Arc::clone(&indexer));
     let mut consumer = Consumer {
         indexer,
@@ -183,25 +194,25 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn delta_fifo_converges_to_the_server_state(ops in prop::collection::vec(op(), 0..60)) {
-        run(&ops, |idx| Arc::new(DeltaFifo::new().with_known_objects(idx)));
+    fn delta_fifo_converges_to_the_server_state(ops in prop::collection::vec(op(), 0..60), compact in any::<bool>()) {
+        run(&ops, compact, |idx| Arc::new(DeltaFifo::new().with_known_objects(idx)));
     }
 
     #[test]
-    fn delta_fifo_with_sync_on_relist_converges(ops in prop::collection::vec(op(), 0..60)) {
-        run(&ops, |idx| {
+    fn delta_fifo_with_sync_on_relist_converges(ops in prop::collection::vec(op(), 0..60), compact in any::<bool>()) {
+        run(&ops, compact, |idx| {
             Arc::new(DeltaFifo::new().with_known_objects(idx).with_emit_delta_type_replaced(false))
         });
     }
 
     #[test]
-    fn atomic_real_fifo_converges_to_the_server_state(ops in prop::collection::vec(op(), 0..60)) {
-        run(&ops, |idx| Arc::new(RealFifo::new().with_known_objects(idx)));
+    fn atomic_real_fifo_converges_to_the_server_state(ops in prop::collection::vec(op(), 0..60), compact in any::<bool>()) {
+        run(&ops, compact, |idx| Arc::new(RealFifo::new().with_known_objects(idx)));
     }
 
     #[test]
-    fn non_atomic_real_fifo_converges_to_the_server_state(ops in prop::collection::vec(op(), 0..60)) {
-        run(&ops, |idx| {
+    fn non_atomic_real_fifo_converges_to_the_server_state(ops in prop::collection::vec(op(), 0..60), compact in any::<bool>()) {
+        run(&ops, compact, |idx| {
             Arc::new(RealFifo::new().with_known_objects(idx).with_atomic_events(false).with_max_batch(3))
         });
     }

@@ -15,6 +15,12 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(size: usize) {
+    let now = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
 
 /// The counting allocator; install it with `#[global_allocator]` in `main.rs`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -27,7 +33,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // SAFETY: forwarded as is; the caller upholds `alloc`'s contract.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+            grew(layout.size());
         }
         p
     }
@@ -36,7 +42,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // SAFETY: forwarded as is.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+            grew(layout.size());
         }
         p
     }
@@ -52,7 +58,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            LIVE.fetch_add(new_size, Ordering::Relaxed);
+            grew(new_size);
         }
         p
     }
@@ -61,4 +67,14 @@ unsafe impl GlobalAlloc for CountingAlloc {
 /// Bytes currently allocated through [`CountingAlloc`] (0 if it is not installed).
 pub fn live_bytes() -> usize {
     LIVE.load(Ordering::Relaxed)
+}
+
+/// The highest [`live_bytes`] since the last [`reset_peak`] (or the start).
+pub fn peak_bytes() -> usize {
+    PEAK.load(Ordering::Relaxed)
+}
+
+/// Starts a new peak measurement from the current live bytes.
+pub fn reset_peak() {
+    PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
 }

@@ -1,5 +1,6 @@
-//! Cache workloads (BENCHMARKS.md): W4 (indexer) and W5 (delta queues as an informer drives
-//! them). Self-contained: `run("W4")` / `run("W5")` return `(metric, value, unit)` rows.
+//! Cache workloads (BENCHMARKS.md): W4 (indexer), W4-compact (W4 with a compact indexer),
+//! W4R (memory with realistic pods, typed and compact) and W5 (delta queues as an informer
+//! drives them). Self-contained: `run("W4")` etc. return `(metric, value, unit)` rows.
 //!
 //! Heap figures need [`super::alloc::CountingAlloc`] installed as the global allocator.
 
@@ -8,15 +9,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kinformer::cache::{
-    CacheError, DeltaFifo, Indexer, NAMESPACE_INDEX, Queue, RealFifo, label_index_func,
-    namespace_index_func, process_deltas,
+    CacheError, CompactOptions, DeltaFifo, IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, Queue,
+    RealFifo, label_index_func, namespace_index_func, process_deltas,
 };
+use kube::core::PartialObjectMeta;
 
-use super::alloc::live_bytes;
+use super::alloc::{live_bytes, peak_bytes, reset_peak};
 
 /// The workloads this module runs.
-pub const WORKLOADS: &[&str] = &["W4", "W5"];
+pub const WORKLOADS: &[&str] = &["W4", "W4-compact", "W4R", "W4P", "W5"];
 
 /// One result row: metric name, value, unit.
 type Row = (String, f64, String);
@@ -33,7 +36,10 @@ const W5_HOT_SET: usize = 10_000;
 /// An unknown workload name, or a cache error during the run.
 pub fn run(workload: &str) -> Result<Vec<Row>, String> {
     match workload {
-        "W4" => w4(),
+        "W4" => w4(false),
+        "W4-compact" => w4(true),
+        "W4R" => w4r(),
+        "W4P" => w4p(),
         "W5" => w5(),
         other => Err(format!(
             "unknown cache workload {other:?} (known: {WORKLOADS:?})"
@@ -116,17 +122,43 @@ fn row(name: &str, value: f64, unit: &str) -> Row {
     (name.to_string(), value, unit.to_string())
 }
 
-fn w4_indexer() -> Indexer<Pod> {
-    Indexer::new(
-        [
-            (NAMESPACE_INDEX.to_string(), namespace_index_func()),
-            ("app".to_string(), label_index_func("app")),
-        ]
-        .into(),
-    )
+/// W4's indexer; compact ones use the default options (MessagePack), or JSON with
+/// `KINFORMER_COMPACT_FORMAT=json` (to compare the formats).
+fn w4_indexer(compact: bool, app_label: &str) -> Result<Indexer<Pod>, String> {
+    let indexers: Indexers<Pod> = [
+        (NAMESPACE_INDEX.to_string(), namespace_index_func()),
+        ("app".to_string(), label_index_func(app_label)),
+    ]
+    .into();
+    if compact {
+        let mut opts = CompactOptions::default();
+        if std::env::var("KINFORMER_COMPACT_FORMAT").is_ok_and(|v| v == "json") {
+            opts = opts.format(kinformer::cache::Format::Json);
+        }
+        Indexer::compact(indexers, opts).map_err(|e| e.to_string())
+    } else {
+        Ok(Indexer::new(indexers))
+    }
 }
 
-fn w4() -> Result<Vec<Row>, String> {
+/// W4 in typed mode (`compact == false`, metric names as BENCHMARKS.md) or compact mode
+/// (every metric name with `_compact` appended). Beyond W4's metrics: `get_ns_per_op`
+/// (100,000 `get_by_key` in a scattered order) and the relist peak: a `replace` of all
+/// 100,000 objects, once with unchanged content (`relist_*`) and once with every object
+/// changed (`relist_changed_*`); `*_peak_ratio` = (steady-state cache bytes + the most bytes
+/// the replace allocated beyond them) / steady-state cache bytes. The new list itself is the
+/// caller's (built before the measurement, kept alive during it, and not counted).
+fn w4(compact: bool) -> Result<Vec<Row>, String> {
+    let mut rows = w4_rows(compact)?;
+    if compact {
+        for r in &mut rows {
+            r.0.push_str("_compact");
+        }
+    }
+    Ok(rows)
+}
+
+fn w4_rows(compact: bool) -> Result<Vec<Row>, String> {
     let err = |e: kinformer::cache::IndexerError| e.to_string();
     let n = W4_PODS;
 
@@ -141,7 +173,7 @@ fn w4() -> Result<Vec<Row>, String> {
         .sum();
 
     // Add.
-    let indexer = w4_indexer();
+    let indexer = w4_indexer(compact, "app")?;
     let timer = PhaseTimer::start();
     for p in &pods {
         indexer.add(Arc::clone(p)).map_err(err)?;
@@ -173,12 +205,51 @@ fn w4() -> Result<Vec<Row>, String> {
     let (up_wall, up_cpu) = timer.stop();
     drop(updated);
 
+    // get_by_key in a scattered order.
+    let keys: Vec<String> = (0..n)
+        .map(|j| {
+            let i = (j * 7919) % n;
+            format!("ns-{}/pod-{i}", i % 100)
+        })
+        .collect();
+    let timer = PhaseTimer::start();
+    let mut found = 0usize;
+    for k in &keys {
+        found += usize::from(indexer.get_by_key(k).is_some());
+    }
+    let (get_wall, get_cpu) = timer.stop();
+    if found != n {
+        return Err(format!("get_by_key found {found} of {n}"));
+    }
+    drop(keys);
+
+    // Relist peak: unchanged content, then every object changed.
+    let steady = live_bytes().saturating_sub(base);
+    let relist = |app_shift: usize| -> Result<f64, String> {
+        let list: Vec<Arc<Pod>> = (0..n)
+            .map(|i| Arc::new(bench_pod(i, i + app_shift)))
+            .collect();
+        // The list stays alive during the replace (as a reflector's list would until the
+        // replace returns), so objects freed as the replace consumes it do not mask what the
+        // indexer allocates.
+        let kept = list.clone();
+        let before = live_bytes();
+        reset_peak();
+        indexer.replace(list, "2").map_err(err)?;
+        let extra = peak_bytes().saturating_sub(before);
+        drop(kept);
+        Ok(((steady + extra) as f64 / steady.max(1) as f64 * 1000.0).round() / 1000.0)
+    };
+    let relist_ratio = relist(1)?;
+    let relist_changed_ratio = relist(2)?;
+
     let per = |b: usize| b as f64 / n as f64;
     let nf = n as f64;
     let mut rows = vec![
         row("add_ns_per_op", add_wall / nf, "ns"),
         row("byindex_ns_per_item", by_wall / items, "ns"),
         row("update_ns_per_op", up_wall / nf, "ns"),
+        row("get_ns_per_op", get_wall / nf, "ns"),
     ];
     if cpu_rows_wanted()
         && let (Some(a), Some(b), Some(u)) = (add_cpu, by_cpu, up_cpu)
@@ -186,24 +257,303 @@ fn w4() -> Result<Vec<Row>, String> {
         rows.push(row("add_ns_per_op_cpu", a / nf, "ns"));
         rows.push(row("byindex_ns_per_item_cpu", b / items, "ns"));
         rows.push(row("update_ns_per_op_cpu", u / nf, "ns"));
+        if let Some(g) = get_cpu {
+            rows.push(row("get_ns_per_op_cpu", g / nf, "ns"));
+        }
     }
     if base == 0 && live_bytes() == 0 {
         tracing::warn!("counting allocator not installed: heap figures omitted");
     } else {
         rows.push(row("heap_bytes_per_obj_total", per(total), "B"));
-        rows.push(row(
-            "heap_bytes_per_obj_objects_only",
-            per(objects_only),
-            "B",
-        ));
-        rows.push(row(
-            "heap_bytes_per_obj_indexer_only",
-            per(total.saturating_sub(objects_only)),
-            "B",
-        ));
+        if !compact {
+            // In compact mode the indexer does not hold the typed objects, so "objects only"
+            // and "indexer only" do not apply.
+            rows.push(row(
+                "heap_bytes_per_obj_objects_only",
+                per(objects_only),
+                "B",
+            ));
+            rows.push(row(
+                "heap_bytes_per_obj_indexer_only",
+                per(total.saturating_sub(objects_only)),
+                "B",
+            ));
+        }
+        rows.push(row("heap_bytes_per_obj_steady", per(steady), "B"));
+        rows.push(row("relist_peak_ratio", relist_ratio, "x"));
+        rows.push(row("relist_changed_peak_ratio", relist_changed_ratio, "x"));
     }
     rows.push(row("json_bytes_per_obj", json_bytes as f64 / 1000.0, "B"));
     Ok(rows)
+}
+
+const REALISTIC_TEMPLATE: &str = include_str!("realistic-pod.json");
+
+/// Generates W4R's realistic pods (BENCHMARKS.md rules) from one seeded generator.
+struct RealisticPods {
+    rng: rand::rngs::StdRng,
+    hashes: BTreeMap<(usize, usize), (String, String)>,
+    digests: BTreeMap<usize, String>,
+}
+
+impl RealisticPods {
+    fn new() -> Self {
+        use rand::SeedableRng;
+        RealisticPods {
+            rng: rand::rngs::StdRng::seed_from_u64(42),
+            hashes: BTreeMap::new(),
+            digests: BTreeMap::new(),
+        }
+    }
+
+    fn chars(&mut self, n: usize, alphabet: &[u8]) -> String {
+        use rand::Rng;
+        (0..n)
+            .map(|_| char::from(alphabet[self.rng.random_range(0..alphabet.len())]))
+            .collect()
+    }
+
+    fn uuid(&mut self) -> String {
+        use rand::Rng;
+        let b: [u8; 16] = self.rng.random();
+        let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        format!(
+            "{}-{}-4{}-{}{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[13..16],
+            ["8", "9", "a", "b"][usize::from(b[8] & 3)],
+            &h[17..20],
+            &h[20..32]
+        )
+    }
+
+    /// The JSON of pod `i`.
+    fn json(&mut self, i: usize) -> String {
+        use rand::Rng;
+        const HEX: &[u8] = b"0123456789abcdef";
+        const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+        let app_i = i % 50;
+        let ns_i = i % 100;
+        let app = format!("svc-{app_i}");
+        let ns = format!("ns-{ns_i}");
+        if !self.hashes.contains_key(&(app_i, ns_i)) {
+            let h = self.chars(10, HEX);
+            let owner = self.uuid();
+            self.hashes.insert((app_i, ns_i), (h, owner));
+        }
+        if !self.digests.contains_key(&app_i) {
+            let d = self.chars(64, HEX);
+            self.digests.insert(app_i, d);
+        }
+        let (hash, owner_uid) = self.hashes[&(app_i, ns_i)].clone();
+        let digest = self.digests[&app_i].clone();
+        let suffix = self.chars(5, ALNUM);
+        let uid = self.uuid();
+        let token = self.chars(5, ALNUM);
+        let container_id = self.chars(64, HEX);
+        let created = self.rng.random_range(0..30 * 86_400u64);
+        let time = |s: u64| {
+            format!(
+                "2026-01-{:02}T{:02}:{:02}:{:02}Z",
+                1 + s / 86_400,
+                s % 86_400 / 3600,
+                s % 3600 / 60,
+                s % 60
+            )
+        };
+        REALISTIC_TEMPLATE
+            .replace("{{APP}}", &app)
+            .replace("{{HASH}}", &hash)
+            .replace("{{NAME}}", &format!("{app}-{hash}-{suffix}"))
+            .replace("{{NS}}", &ns)
+            .replace("{{TIER}}", &format!("t{}", i % 3))
+            .replace("{{MINOR}}", &(i % 7).to_string())
+            .replace("{{UID}}", &uid)
+            .replace("{{OWNER_UID}}", &owner_uid)
+            .replace("{{RV}}", &(i + 1).to_string())
+            .replace("{{CREATED}}", &time(created))
+            .replace("{{STARTED}}", &time(created + 2))
+            .replace("{{READY}}", &time(created + 9))
+            .replace("{{NODE}}", &format!("node-{}", i % 500))
+            .replace(
+                "{{HOST_IP}}",
+                &format!("10.0.{}.{}", (i % 500) / 250, i % 250),
+            )
+            .replace("{{POD_IP}}", &format!("10.244.{}.{}", i / 250, i % 250))
+            .replace("{{TOKEN}}", &token)
+            .replace("{{CONTAINER_ID}}", &container_id)
+            .replace("{{IMAGE_DIGEST}}", &digest)
+            .replace("{{RESTARTS}}", &(i % 5).to_string())
+    }
+
+    fn pod(&mut self, i: usize) -> Result<Pod, String> {
+        serde_json::from_str(&self.json(i)).map_err(|e| format!("realistic pod {i}: {e}"))
+    }
+}
+
+/// W4R: W4's add phase with realistic pods, typed then compact (`_compact` names).
+fn w4r() -> Result<Vec<Row>, String> {
+    let err = |e: kinformer::cache::IndexerError| e.to_string();
+    let n = W4_PODS;
+    let per = |b: usize| b as f64 / n as f64;
+    let app_label = "app.kubernetes.io/name";
+
+    let json_bytes: usize = {
+        let mut g = RealisticPods::new();
+        (0..1000).map(|i| g.json(i).len()).sum()
+    };
+
+    // Typed: objects held in a Vec, then in the indexer alone.
+    let base = live_bytes();
+    let mut g = RealisticPods::new();
+    let pods: Vec<Arc<Pod>> = (0..n)
+        .map(|i| g.pod(i).map(Arc::new))
+        .collect::<Result<_, _>>()?;
+    drop(g);
+    let objects_only = live_bytes().saturating_sub(base);
+    let indexer = w4_indexer(false, app_label)?;
+    for p in &pods {
+        indexer.add(Arc::clone(p)).map_err(err)?;
+    }
+    drop(pods);
+    let total = live_bytes().saturating_sub(base);
+    drop(indexer);
+
+    // Compact: pods generated one at a time, so only the indexer holds them.
+    let base = live_bytes();
+    let indexer = w4_indexer(true, app_label)?;
+    let mut g = RealisticPods::new();
+    for i in 0..n {
+        indexer.add(Arc::new(g.pod(i)?)).map_err(err)?;
+    }
+    drop(g);
+    let total_compact = live_bytes().saturating_sub(base);
+    let stored = indexer.compact_stored_bytes();
+    let timer = PhaseTimer::start();
+    let mut found = 0usize;
+    for k in indexer.list_keys().iter().take(10_000) {
+        found += usize::from(indexer.get_by_key(k.as_str()).is_some());
+    }
+    let (get_wall, _) = timer.stop();
+
+    Ok(vec![
+        row("heap_bytes_per_obj_total_real", per(total), "B"),
+        row(
+            "heap_bytes_per_obj_objects_only_real",
+            per(objects_only),
+            "B",
+        ),
+        row("json_bytes_per_obj_real", json_bytes as f64 / 1000.0, "B"),
+        row(
+            "heap_bytes_per_obj_total_real_compact",
+            per(total_compact),
+            "B",
+        ),
+        row("stored_bytes_per_obj_real_compact", per(stored), "B"),
+        row(
+            "get_ns_per_op_real_compact",
+            get_wall / found.max(1) as f64,
+            "ns",
+        ),
+    ])
+}
+
+/// W4P's projection: only what a controller reads of a pod (see the kinformer example
+/// `projection`, which defines the same type).
+#[derive(Debug, Clone, Default)]
+#[allow(dead_code)] // the fields a controller would read; only their memory is measured here
+struct PodLite {
+    metadata: ObjectMeta,
+    node_name: Option<String>,
+    images: Vec<(String, Option<String>)>,
+    phase: Option<String>,
+}
+
+impl k8s_openapi::Resource for PodLite {
+    const API_VERSION: &'static str = "v1";
+    const GROUP: &'static str = "";
+    const KIND: &'static str = "Pod";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "pods";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for PodLite {
+    type Ty = ObjectMeta;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// Heap bytes per object of an indexer (W4's two indices) filled with 100,000 bench pods
+/// turned into `T` one at a time.
+fn lean_total<T: kube::Resource + 'static>(
+    make: impl Fn(Pod) -> T,
+    app: impl Fn(&T) -> Option<String> + Send + Sync + 'static,
+) -> Result<f64, String> {
+    let base = live_bytes();
+    let app: IndexFunc<T> = Arc::new(move |o: &T, out: &mut Vec<String>| {
+        out.extend(app(o));
+        Ok(())
+    });
+    let indexer = Indexer::<T>::new(
+        [
+            (NAMESPACE_INDEX.to_string(), namespace_index_func()),
+            ("app".to_string(), app),
+        ]
+        .into(),
+    );
+    for i in 0..W4_PODS {
+        indexer
+            .add(Arc::new(make(bench_pod(i, i))))
+            .map_err(|e| e.to_string())?;
+    }
+    let total = live_bytes().saturating_sub(base);
+    drop(indexer);
+    Ok(total as f64 / W4_PODS as f64)
+}
+
+/// W4P: W4's add phase with lean typed objects: a projection type and metadata only
+/// (`PartialObjectMeta<Pod>`); heap bytes per object, indexer included.
+fn w4p() -> Result<Vec<Row>, String> {
+    let label = |m: &ObjectMeta| m.labels.as_ref().and_then(|l| l.get("app").cloned());
+    let projection = lean_total(
+        |p: Pod| {
+            let spec = p.spec.unwrap_or_default();
+            PodLite {
+                metadata: ObjectMeta {
+                    managed_fields: None,
+                    ..p.metadata
+                },
+                node_name: spec.node_name,
+                // By reference: collecting from `into_iter` would reuse the (much larger)
+                // buffer of the containers.
+                images: spec
+                    .containers
+                    .iter()
+                    .map(|c| (c.name.clone(), c.image.clone()))
+                    .collect(),
+                phase: p.status.and_then(|s| s.phase),
+            }
+        },
+        move |p: &PodLite| label(&p.metadata),
+    )?;
+    let meta_only = lean_total(
+        |p: Pod| PartialObjectMeta::<Pod> {
+            types: None,
+            metadata: p.metadata,
+            _phantom: std::marker::PhantomData,
+        },
+        move |p: &PartialObjectMeta<Pod>| label(&p.metadata),
+    )?;
+    Ok(vec![
+        row("heap_bytes_per_obj_total_projection", projection, "B"),
+        row("heap_bytes_per_obj_total_metaonly", meta_only, "B"),
+    ])
 }
 
 /// Pops until the queue is closed and drained, applying every batch to `indexer`; returns the

@@ -75,17 +75,18 @@ pub fn label_index_func<K: Resource>(label: impl Into<String>) -> IndexFunc<K> {
     })
 }
 
-/// One index: value → (key → object) for the objects that produced it.
+/// One index: value → (key → stored object) for the objects that produced it.
 ///
-/// The object is kept next to its key so `by_index` needs no second lookup in the item map
-/// (8 bytes per entry). Invariants: no value maps to an empty set; every entry's object is the
-/// one stored under its key in the item map.
+/// The stored object (`V`: an `Arc<K>` in typed mode, an encoded blob in compact mode) is kept
+/// next to its key so `by_index` needs no second lookup in the item map (one pointer per
+/// entry). Invariants: no value maps to an empty set; every entry's object is the one stored
+/// under its key in the item map.
 #[derive(Debug)]
-pub(crate) struct Index<K> {
-    pub(crate) map: FastMap<String, FastMap<ObjectKey, Arc<K>>>,
+pub(crate) struct Index<V> {
+    pub(crate) map: FastMap<String, FastMap<ObjectKey, V>>,
 }
 
-impl<K> Default for Index<K> {
+impl<V> Default for Index<V> {
     fn default() -> Self {
         Index {
             map: FastMap::default(),
@@ -93,17 +94,11 @@ impl<K> Default for Index<K> {
     }
 }
 
-impl<K> Index<K> {
+impl<V: Clone> Index<V> {
     /// Moves `key` from the `old` values to the `new` values, recording `obj` as its object
     /// (also under values that did not change). New value strings are moved out of `new`
     /// (left empty) when they create an index entry.
-    pub(crate) fn update(
-        &mut self,
-        key: &ObjectKey,
-        obj: &Arc<K>,
-        old: &[String],
-        new: &mut [String],
-    ) {
+    pub(crate) fn update(&mut self, key: &ObjectKey, obj: &V, old: &[String], new: &mut [String]) {
         for o in old {
             if new.contains(o) {
                 continue;
@@ -119,11 +114,11 @@ impl<K> Index<K> {
             match self.map.get_mut(n.as_str()) {
                 Some(set) => {
                     // Unchanged values keep the key; the object is refreshed in place.
-                    set.insert(key.clone(), Arc::clone(obj));
+                    set.insert(key.clone(), obj.clone());
                 }
                 None => {
                     let mut set = FastMap::with_capacity_and_hasher(1, FastState::default());
-                    set.insert(key.clone(), Arc::clone(obj));
+                    set.insert(key.clone(), obj.clone());
                     self.map.insert(std::mem::take(n), set);
                 }
             }

@@ -119,8 +119,8 @@ impl<K: Resource> NamespaceLister<K> {
 mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
-    use super::super::namespace_index_func;
     use super::super::test_util::pod;
+    use super::super::{CompactOptions, Indexers, namespace_index_func};
     use super::*;
 
     fn fill(idx: &Indexer<Pod>) {
@@ -132,11 +132,16 @@ mod tests {
 
     #[test]
     fn namespaced_lists_use_or_emulate_the_namespace_index() {
-        let with = Arc::new(Indexer::<Pod>::new(
-            [(NAMESPACE_INDEX.to_string(), namespace_index_func())].into(),
-        ));
-        let without = Arc::new(Indexer::<Pod>::default());
-        for idx in [with, without] {
+        let ns_index = || [(NAMESPACE_INDEX.to_string(), namespace_index_func())].into();
+        let compact = || CompactOptions::default().train_after(2);
+        // Typed and compact, each with and without the namespace index.
+        let indexers = [
+            Indexer::<Pod>::new(ns_index()),
+            Indexer::<Pod>::default(),
+            Indexer::<Pod>::compact(ns_index(), compact()).unwrap(),
+            Indexer::<Pod>::compact(Indexers::new(), compact()).unwrap(),
+        ];
+        for idx in indexers.map(Arc::new) {
             fill(&idx);
             let lister = Lister::new(idx);
             let web = Selector::parse("app=web").unwrap();

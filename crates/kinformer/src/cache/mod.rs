@@ -4,6 +4,7 @@
 //! `Indexer` + handlers.
 
 mod cache_sync;
+pub mod compact;
 mod error;
 mod factory;
 mod fake_listwatch;
@@ -19,6 +20,7 @@ mod sink;
 mod synctrack;
 
 pub use cache_sync::{HasSynced, SyncedFlag, wait_for_cache_sync, wait_for_named_cache_sync};
+pub use compact::{CodecError, CompactOptions, Format};
 pub use error::CacheError;
 pub use factory::{FactoryError, SharedInformerFactory};
 pub use fake_listwatch::{FakeListerWatcher, WatchStep};

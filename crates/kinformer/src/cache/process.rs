@@ -123,11 +123,8 @@ fn apply_one<K: Resource>(
                 let Some(new) = indexer.get_by_key(key.as_str()) else {
                     continue;
                 };
-                handler(match old.get(key.as_str()) {
-                    Some(prev) => Notification::Update {
-                        old: Arc::clone(prev),
-                        new,
-                    },
+                handler(match old.get_owned(key.as_str()) {
+                    Some(prev) => Notification::Update { old: prev, new },
                     None => Notification::Add {
                         obj: new,
                         is_in_initial_list,

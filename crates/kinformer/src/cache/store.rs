@@ -2,7 +2,7 @@
 //!
 //! Properties:
 //! - Readers (`get`, `list`, `by_index`, …) take a shared lock for as long as it takes to copy
-//!   out `Arc`s; they never wait for user code.
+//!   out `Arc`s; they never wait for user code (nor, in compact mode, for decoding).
 //! - No user code (index functions, the transform) runs under the state lock: a write computes
 //!   the key, the transform and all index values first, then takes the write lock only to swap
 //!   map entries.
@@ -10,16 +10,25 @@
 //!   old object a write reads is still current when it applies — lock order: `writer` → `state`.
 //! - Index values whose key set becomes empty are removed; `replace` rebuilds everything.
 //! - Memory: per object, one key string shared (reference-counted) by the item map and every
-//!   index entry; index entries keep the object's `Arc` next to the key, so `by_index` reads
-//!   objects without a second lookup (8 bytes per entry, measured ≈ 140 bytes per object for
-//!   two indices in the W4 workload, excluding the objects themselves).
+//!   index entry; index entries keep the stored object (an `Arc`) next to the key, so
+//!   `by_index` reads objects without a second lookup (8 bytes per entry, measured ≈ 140 bytes
+//!   per object for two indices in the W4 workload, excluding the objects themselves).
+//!
+//! Two storage modes, chosen at construction:
+//! - typed ([`Indexer::new`]): objects kept as `Arc<K>`;
+//! - compact ([`Indexer::compact`]): objects kept encoded (see [`super::compact`]), index values
+//!   computed once from the decoded object on write, reads decode on demand. A compact entry is
+//!   an `Arc<[u8]>` (16 bytes per reference).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use kube_core::Resource;
 use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
+use super::compact::{Blob, CodecError, CompactOptions, ObjectCodec, TypedCodec};
 use super::index::{FastMap, FastState, Index, IndexFunc, IndexFuncError, IndexValues, Indexers};
 use super::transform::TransformFunc;
 use super::{KeyError, ObjectKey, meta_namespace_key};
@@ -47,73 +56,139 @@ pub enum IndexerError {
         /// The function's error.
         source: IndexFuncError,
     },
+    /// Compact mode: the object could not be encoded; the store was left unchanged.
+    #[error("cannot store {key} compactly: {source}")]
+    Encode {
+        /// The object's key.
+        key: ObjectKey,
+        /// The codec's error.
+        source: CodecError,
+    },
+    /// Compact mode: the bytes stored under `key` could not be decoded (corrupt, or not the
+    /// stored type). A write that needed the old object left the store unchanged.
+    #[error("cannot decode the object stored under {key}: {source}")]
+    Decode {
+        /// The key.
+        key: ObjectKey,
+        /// The codec's error.
+        source: CodecError,
+    },
+    /// Compact mode could not be set up (e.g. an unusable dictionary).
+    #[error("compact store: {0}")]
+    Compact(CodecError),
 }
 
-/// How the item map holds objects.
-///
-/// Only the typed form exists: objects kept as `Arc<K>`. A compact form (objects kept encoded
-/// and decoded on read) would be a second variant; every access goes through these methods.
-enum Items<K> {
-    Typed(FastMap<ObjectKey, Arc<K>>),
+/// The item map and the indices of one storage mode; `V` is what is stored per object.
+struct Tables<V> {
+    items: FastMap<ObjectKey, V>,
+    /// Invariant: `indices.len() == indexers.len()`, and every index reflects every item.
+    indices: Vec<Index<V>>,
 }
 
-impl<K> Items<K> {
-    fn new() -> Self {
-        Items::Typed(FastMap::default())
-    }
-    fn with_capacity(n: usize) -> Self {
-        Items::Typed(FastMap::with_capacity_and_hasher(n, FastState::default()))
-    }
-    fn get(&self, key: &str) -> Option<Arc<K>> {
-        match self {
-            Items::Typed(m) => m.get(key).cloned(),
+impl<V: Clone> Tables<V> {
+    fn new(indices: usize, capacity: usize) -> Self {
+        Tables {
+            items: FastMap::with_capacity_and_hasher(capacity, FastState::default()),
+            indices: (0..indices).map(|_| Index::default()).collect(),
         }
     }
-    fn contains(&self, key: &str) -> bool {
-        match self {
-            Items::Typed(m) => m.contains_key(key),
+
+    /// Stores `v` under `key`, moving the key from `old` to `new` index values.
+    fn put(&mut self, key: &ObjectKey, v: &V, old: Option<&IndexValues>, new: &mut IndexValues) {
+        for (i, index) in self.indices.iter_mut().enumerate() {
+            let old = old.map(|o| o.get(i)).unwrap_or(&[]);
+            index.update(key, v, old, new.get_mut(i));
+        }
+        self.items.insert(key.clone(), v.clone());
+    }
+
+    /// Removes `key` (whose stored object `v` has index values `old`).
+    fn take(&mut self, key: &ObjectKey, v: &V, old: &IndexValues) {
+        for (i, index) in self.indices.iter_mut().enumerate() {
+            index.update(key, v, old.get(i), &mut []);
+        }
+        self.items.remove(key.as_str());
+    }
+
+    /// The stored objects having `value` in index `i`.
+    fn by_index(&self, i: usize, value: &str) -> Vec<V> {
+        match self.indices[i].map.get(value) {
+            Some(set) => set.values().cloned().collect(),
+            None => Vec::new(),
         }
     }
-    fn insert(&mut self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        match self {
-            Items::Typed(m) => m.insert(key, obj),
+
+    /// The stored objects sharing any of `values` in index `i`, once each.
+    fn matching(&self, i: usize, values: &[String]) -> Vec<(ObjectKey, V)> {
+        let mut found: FastMap<&ObjectKey, &V> = FastMap::default();
+        for v in values {
+            if let Some(set) = self.indices[i].map.get(v.as_str()) {
+                found.extend(set.iter());
+            }
         }
-    }
-    fn remove(&mut self, key: &str) -> Option<Arc<K>> {
-        match self {
-            Items::Typed(m) => m.remove(key),
-        }
-    }
-    fn len(&self) -> usize {
-        match self {
-            Items::Typed(m) => m.len(),
-        }
-    }
-    fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
-        match self {
-            Items::Typed(m) => m.keys(),
-        }
-    }
-    fn iter(&self) -> impl Iterator<Item = (&ObjectKey, Arc<K>)> {
-        match self {
-            Items::Typed(m) => m.iter().map(|(k, v)| (k, Arc::clone(v))),
-        }
-    }
-    fn into_map(self) -> FastMap<ObjectKey, Arc<K>> {
-        match self {
-            Items::Typed(m) => m,
-        }
+        found
+            .into_iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 }
 
-/// The index functions in a fixed order; `State::indices[i]` belongs to `funcs[i]`.
+impl Tables<Blob> {
+    /// Re-encodes every blob the codec wants to change (after a dictionary was trained), in
+    /// the item map and in every index entry.
+    fn recompress<K>(&mut self, codec: &dyn ObjectCodec<K>) -> Result<(), IndexerError> {
+        let mut changed: FastMap<ObjectKey, Blob> = FastMap::default();
+        for (key, blob) in &self.items {
+            match codec.core().recompress(blob) {
+                Ok(Some(b)) => {
+                    changed.insert(key.clone(), b);
+                }
+                Ok(None) => {}
+                Err(source) => {
+                    return Err(IndexerError::Encode {
+                        key: key.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        for (key, blob) in self.items.iter_mut() {
+            if let Some(b) = changed.get(key.as_str()) {
+                *blob = Arc::clone(b);
+            }
+        }
+        for index in &mut self.indices {
+            for set in index.map.values_mut() {
+                for (key, blob) in set.iter_mut() {
+                    if let Some(b) = changed.get(key.as_str()) {
+                        *blob = Arc::clone(b);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The index functions in a fixed order; `indices[i]` belongs to `funcs[i]`.
 type IndexerList<K> = Arc<Vec<(String, IndexFunc<K>)>>;
 
+/// The state under the lock. Only the tables of the indexer's mode are used (the other stay
+/// empty): `typed` without a codec, `compact` with one.
 struct State<K> {
-    items: Items<K>,
-    /// Invariant: `indices.len() == indexers.len()`, and every index reflects every item.
-    indices: Vec<Index<K>>,
+    typed: Tables<Arc<K>>,
+    compact: Tables<Blob>,
     indexers: IndexerList<K>,
+}
+
+impl<K> State<K> {
+    fn len(&self, compact: bool) -> usize {
+        if compact {
+            self.compact.items.len()
+        } else {
+            self.typed.items.len()
+        }
+    }
 }
 
 /// What an insert did: the previous object (if any) and the object as stored (transformed).
@@ -125,43 +200,140 @@ pub struct Upserted<K> {
     pub new: Arc<K>,
 }
 
+enum Previous<K> {
+    Typed(FastMap<ObjectKey, Arc<K>>),
+    Compact {
+        map: FastMap<ObjectKey, Blob>,
+        codec: Arc<dyn ObjectCodec<K>>,
+        /// Filled by the first [`PreviousItems::get`]: every object decoded.
+        decoded: OnceLock<FastMap<ObjectKey, Arc<K>>>,
+    },
+}
+
 /// The content an indexer held before a [`Indexer::replace_take_old`].
-pub struct PreviousItems<K>(FastMap<ObjectKey, Arc<K>>);
+///
+/// In compact mode the objects stay encoded and are decoded when asked for:
+/// [`get_owned`](Self::get_owned) and [`remove`](Self::remove) decode one object;
+/// [`get`](Self::get), which returns a reference, decodes *all* of them on first use (prefer
+/// `get_owned`).
+pub struct PreviousItems<K>(Previous<K>);
 
 impl<K> fmt::Debug for PreviousItems<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PreviousItems")
-            .field("len", &self.0.len())
+            .field("len", &self.len())
             .finish()
     }
 }
 
+fn decode_arc<K>(
+    codec: &dyn ObjectCodec<K>,
+    key: &str,
+    blob: &[u8],
+) -> Result<Arc<K>, IndexerError> {
+    codec
+        .decode(blob)
+        .map(Arc::new)
+        .map_err(|source| IndexerError::Decode {
+            key: ObjectKey::from_raw(key),
+            source,
+        })
+}
+
+/// Logs a decode error for read APIs that cannot return one.
+fn log_decode_error(e: &IndexerError) {
+    tracing::error!(error = %e, "compact indexer: stored object skipped");
+}
+
 impl<K> PreviousItems<K> {
-    /// The object that was stored under `key`.
+    /// The object that was stored under `key` (see the type's note on compact mode).
     pub fn get(&self, key: &str) -> Option<&Arc<K>> {
-        self.0.get(key)
+        match &self.0 {
+            Previous::Typed(m) => m.get(key),
+            Previous::Compact {
+                map,
+                codec,
+                decoded,
+            } => decoded
+                .get_or_init(|| {
+                    map.iter()
+                        .filter_map(|(k, b)| match decode_arc(codec.as_ref(), k.as_str(), b) {
+                            Ok(o) => Some((k.clone(), o)),
+                            Err(e) => {
+                                log_decode_error(&e);
+                                None
+                            }
+                        })
+                        .collect()
+                })
+                .get(key),
+        }
     }
-    /// Takes the object that was stored under `key`.
+
+    /// The object that was stored under `key`, decoded on demand in compact mode.
+    ///
+    /// # Errors
+    /// [`IndexerError::Decode`] if its stored bytes cannot be decoded.
+    pub fn try_get(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
+        match &self.0 {
+            Previous::Typed(m) => Ok(m.get(key).cloned()),
+            Previous::Compact { map, codec, .. } => map
+                .get(key)
+                .map(|b| decode_arc(codec.as_ref(), key, b))
+                .transpose(),
+        }
+    }
+
+    /// As [`try_get`](Self::try_get); an undecodable object is logged and reported absent.
+    pub fn get_owned(&self, key: &str) -> Option<Arc<K>> {
+        self.try_get(key).unwrap_or_else(|e| {
+            log_decode_error(&e);
+            None
+        })
+    }
+
+    /// Takes the object that was stored under `key` (an undecodable object is logged and
+    /// reported absent).
     pub fn remove(&mut self, key: &str) -> Option<Arc<K>> {
-        self.0.remove(key)
+        match &mut self.0 {
+            Previous::Typed(m) => m.remove(key),
+            Previous::Compact { map, codec, .. } => {
+                let blob = map.remove(key)?;
+                decode_arc(codec.as_ref(), key, &blob)
+                    .map_err(|e| log_decode_error(&e))
+                    .ok()
+            }
+        }
     }
+
     /// The keys, in no particular order.
     pub fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
-        self.0.keys()
+        let it: Box<dyn Iterator<Item = &ObjectKey> + '_> = match &self.0 {
+            Previous::Typed(m) => Box::new(m.keys()),
+            Previous::Compact { map, .. } => Box::new(map.keys()),
+        };
+        it
     }
+
     /// Number of objects.
     pub fn len(&self) -> usize {
-        self.0.len()
+        match &self.0 {
+            Previous::Typed(m) => m.len(),
+            Previous::Compact { map, .. } => map.len(),
+        }
     }
+
     /// True if the indexer was empty.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 }
 
 /// A thread-safe, indexed object cache keyed by `namespace/name`: client-go's `Indexer`.
 ///
-/// Share it with `Arc<Indexer<K>>`; all methods take `&self`.
+/// Share it with `Arc<Indexer<K>>`; all methods take `&self`. Built typed with
+/// [`new`](Self::new) or compact with [`compact`](Self::compact); both modes have the same API
+/// and semantics.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -183,13 +355,16 @@ pub struct Indexer<K> {
     writer: Mutex<()>,
     state: RwLock<State<K>>,
     transform: Option<TransformFunc<K>>,
+    /// Compact mode when set.
+    codec: Option<Arc<dyn ObjectCodec<K>>>,
 }
 
 impl<K> fmt::Debug for Indexer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.state.read();
         f.debug_struct("Indexer")
-            .field("items", &s.items.len())
+            .field("compact", &self.codec.is_some())
+            .field("items", &s.len(self.codec.is_some()))
             .field(
                 "indexers",
                 &s.indexers
@@ -227,20 +402,59 @@ fn compute_values<K: Resource>(
     Ok(out)
 }
 
+fn sorted<K>(indexers: Indexers<K>) -> Vec<(String, IndexFunc<K>)> {
+    let mut list: Vec<_> = indexers.into_iter().collect();
+    list.sort_by(|a, b| a.0.cmp(&b.0));
+    list
+}
+
+impl<K: Resource + Serialize + DeserializeOwned + 'static> Indexer<K> {
+    /// An empty indexer in compact mode: objects are kept encoded (see
+    /// [`CompactOptions`]) and decoded on every read, in exchange for a fraction of the memory
+    /// of typed objects. Same API and semantics as [`new`](Self::new); reads return freshly
+    /// decoded objects (equal to what was stored, not the same `Arc`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::cache::{CompactOptions, Indexer, NAMESPACE_INDEX, namespace_index_func};
+    ///
+    /// let indexer = Indexer::<Pod>::compact(
+    ///     [(NAMESPACE_INDEX.to_string(), namespace_index_func())].into(),
+    ///     CompactOptions::default(),
+    /// )
+    /// .unwrap();
+    /// let mut pod = Pod::default();
+    /// pod.metadata.name = Some("web-0".into());
+    /// pod.metadata.namespace = Some("default".into());
+    /// indexer.add(Arc::new(pod.clone())).unwrap();
+    /// assert_eq!(*indexer.get_by_key("default/web-0").unwrap(), pod);
+    /// assert_eq!(indexer.by_index(NAMESPACE_INDEX, "default").unwrap().len(), 1);
+    /// ```
+    ///
+    /// # Errors
+    /// [`IndexerError::Compact`] if a given dictionary is unusable.
+    pub fn compact(indexers: Indexers<K>, options: CompactOptions) -> Result<Self, IndexerError> {
+        let codec = TypedCodec::<K>::new(&options).map_err(IndexerError::Compact)?;
+        let mut idx = Self::new(indexers);
+        idx.codec = Some(Arc::new(codec));
+        Ok(idx)
+    }
+}
+
 impl<K: Resource> Indexer<K> {
-    /// An empty indexer with these index functions.
+    /// An empty indexer with these index functions, keeping objects typed (`Arc<K>`).
     pub fn new(indexers: Indexers<K>) -> Self {
-        let mut list: Vec<(String, IndexFunc<K>)> = indexers.into_iter().collect();
-        list.sort_by(|a, b| a.0.cmp(&b.0));
-        let indices = (0..list.len()).map(|_| Index::default()).collect();
+        let list = sorted(indexers);
         Indexer {
             writer: Mutex::new(()),
             state: RwLock::new(State {
-                items: Items::new(),
-                indices,
+                typed: Tables::new(list.len(), 0),
+                compact: Tables::new(list.len(), 0),
                 indexers: Arc::new(list),
             }),
             transform: None,
+            codec: None,
         }
     }
 
@@ -249,6 +463,28 @@ impl<K: Resource> Indexer<K> {
     pub fn with_transform(mut self, transform: TransformFunc<K>) -> Self {
         self.transform = Some(transform);
         self
+    }
+
+    /// True if objects are kept encoded ([`compact`](Self::compact)).
+    pub fn is_compact(&self) -> bool {
+        self.codec.is_some()
+    }
+
+    /// Compact mode: the size of the zstd dictionary in use, if one exists yet.
+    pub fn compact_dictionary_len(&self) -> Option<usize> {
+        self.codec.as_ref().and_then(|c| c.core().dictionary_len())
+    }
+
+    /// Compact mode: the bytes of all stored encodings (payloads only, without map and index
+    /// overhead); `0` in typed mode.
+    pub fn compact_stored_bytes(&self) -> usize {
+        self.state
+            .read()
+            .compact
+            .items
+            .values()
+            .map(|b| b.len())
+            .sum()
     }
 
     fn prepare(&self, obj: Arc<K>) -> Result<(ObjectKey, Arc<K>), IndexerError> {
@@ -260,17 +496,89 @@ impl<K: Resource> Indexer<K> {
         Ok((key, obj))
     }
 
+    fn encode(codec: &dyn ObjectCodec<K>, key: &ObjectKey, obj: &K) -> Result<Blob, IndexerError> {
+        codec.encode(obj).map_err(|source| IndexerError::Encode {
+            key: key.clone(),
+            source,
+        })
+    }
+
+    /// Decodes blobs read under the lock; the first undecodable one is the error.
+    fn decode_all(
+        codec: &dyn ObjectCodec<K>,
+        blobs: Vec<(ObjectKey, Blob)>,
+    ) -> Result<Vec<Arc<K>>, IndexerError> {
+        blobs
+            .iter()
+            .map(|(k, b)| decode_arc(codec, k.as_str(), b))
+            .collect()
+    }
+
+    /// Compact mode: trains the dictionary once enough objects are stored, and re-encodes
+    /// what was stored before it existed. Called with the writer lock held.
+    fn maybe_train(&self, codec: &Arc<dyn ObjectCodec<K>>) -> Result<(), IndexerError> {
+        let samples: Vec<Blob> = {
+            let s = self.state.read();
+            if !codec.core().wants_training(s.compact.items.len()) {
+                return Ok(());
+            }
+            s.compact.items.values().cloned().collect()
+        };
+        if codec.core().train(&samples) {
+            drop(samples);
+            self.state.write().compact.recompress(codec.as_ref())?;
+        }
+        Ok(())
+    }
+
     /// Inserts or replaces `obj`, returning the previous and the stored object. The informer's
     /// process loop uses this for "update if present, else add".
     ///
+    /// In compact mode the previous object is decoded from its stored bytes; `new` is the
+    /// object given (after the transform), not a decoded copy.
+    ///
     /// # Errors
-    /// A key error, or an index function error (the store is then unchanged).
+    /// A key error, or an index function error (the store is then unchanged); in compact mode
+    /// also an encode error, or a decode error for the previous object (store unchanged).
     pub fn upsert(&self, obj: Arc<K>) -> Result<Upserted<K>, IndexerError> {
         let (key, obj) = self.prepare(obj)?;
         let _w = self.writer.lock();
+        if let Some(codec) = &self.codec {
+            let blob = Self::encode(codec.as_ref(), &key, &obj)?;
+            let (old_blob, funcs) = {
+                let s = self.state.read();
+                (
+                    s.compact.items.get(key.as_str()).cloned(),
+                    Arc::clone(&s.indexers),
+                )
+            };
+            let old = match &old_blob {
+                Some(b) => Some(decode_arc(codec.as_ref(), key.as_str(), b)?),
+                None => None,
+            };
+            if old_blob.as_deref() == Some(&*blob) {
+                // Identical bytes: same object, same index values; nothing to change.
+                return Ok(Upserted { old, new: obj });
+            }
+            let mut new_vals = compute_values(&funcs, &key, &obj)?;
+            let old_vals = match &old {
+                Some(o) => Some(compute_values(&funcs, &key, o)?),
+                None => None,
+            };
+            self.state
+                .write()
+                .compact
+                .put(&key, &blob, old_vals.as_ref(), &mut new_vals);
+            drop(blob);
+            self.maybe_train(codec)?;
+            return Ok(Upserted { old, new: obj });
+        }
         let (old, funcs) = {
             let s = self.state.read();
-            (s.items.get(key.as_str()), Arc::clone(&s.indexers))
+            (
+                s.typed.items.get(key.as_str()).cloned(),
+                Arc::clone(&s.indexers),
+            )
         };
         if let Some(o) = &old
             && Arc::ptr_eq(o, &obj)
@@ -284,19 +592,17 @@ impl<K: Resource> Indexer<K> {
             Some(o) => Some(compute_values(&funcs, &key, o)?),
             None => None,
         };
-        let mut s = self.state.write();
-        for i in 0..funcs.len() {
-            let old = old_vals.as_ref().map(|v| v.get(i)).unwrap_or(&[]);
-            s.indices[i].update(&key, &obj, old, new_vals.get_mut(i));
-        }
-        s.items.insert(key, Arc::clone(&obj));
+        self.state
+            .write()
+            .typed
+            .put(&key, &obj, old_vals.as_ref(), &mut new_vals);
         Ok(Upserted { old, new: obj })
     }
 
     /// Adds `obj` (replacing any object with the same key).
     ///
     /// # Errors
-    /// A key error or an index function error; the store is then unchanged.
+    /// As [`upsert`](Self::upsert); the store is then unchanged.
     pub fn add(&self, obj: Arc<K>) -> Result<(), IndexerError> {
         self.upsert(obj).map(|_| ())
     }
@@ -304,7 +610,7 @@ impl<K: Resource> Indexer<K> {
     /// Updates `obj` (adding it if absent), as client-go.
     ///
     /// # Errors
-    /// A key error or an index function error; the store is then unchanged.
+    /// As [`upsert`](Self::upsert); the store is then unchanged.
     pub fn update(&self, obj: Arc<K>) -> Result<(), IndexerError> {
         self.upsert(obj).map(|_| ())
     }
@@ -312,7 +618,8 @@ impl<K: Resource> Indexer<K> {
     /// Deletes the object with `obj`'s key; returns what was stored.
     ///
     /// # Errors
-    /// A key error, or an index function error on the stored object (which then stays).
+    /// A key error, or an index function error on the stored object (which then stays); in
+    /// compact mode a decode error for the stored object (which then stays).
     pub fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, IndexerError> {
         let key = meta_namespace_key(obj)?;
         self.delete_by_key(key.as_str())
@@ -321,63 +628,182 @@ impl<K: Resource> Indexer<K> {
     /// Deletes the object stored under `key`; returns it.
     ///
     /// # Errors
-    /// An index function error on the stored object (which then stays).
+    /// An index function error on the stored object (which then stays); in compact mode a
+    /// decode error for the stored object (which then stays).
     pub fn delete_by_key(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
         let _w = self.writer.lock();
+        let key = ObjectKey::from(key);
+        if let Some(codec) = &self.codec {
+            let (blob, funcs) = {
+                let s = self.state.read();
+                (
+                    s.compact.items.get(key.as_str()).cloned(),
+                    Arc::clone(&s.indexers),
+                )
+            };
+            let Some(blob) = blob else { return Ok(None) };
+            let old = decode_arc(codec.as_ref(), key.as_str(), &blob)?;
+            let old_vals = compute_values(&funcs, &key, &old)?;
+            self.state.write().compact.take(&key, &blob, &old_vals);
+            return Ok(Some(old));
+        }
         let (old, funcs) = {
             let s = self.state.read();
-            (s.items.get(key), Arc::clone(&s.indexers))
+            (
+                s.typed.items.get(key.as_str()).cloned(),
+                Arc::clone(&s.indexers),
+            )
         };
         let Some(old) = old else { return Ok(None) };
-        let key = ObjectKey::from(key);
         let old_vals = compute_values(&funcs, &key, &old)?;
-        let mut s = self.state.write();
-        for i in 0..funcs.len() {
-            s.indices[i].update(&key, &old, old_vals.get(i), &mut []);
-        }
-        s.items.remove(key.as_str());
+        self.state.write().typed.take(&key, &old, &old_vals);
         Ok(Some(old))
     }
 
-    /// Every stored object, in no particular order.
-    pub fn list(&self) -> Vec<Arc<K>> {
+    /// Every stored `(key, object)` pair; in compact mode the first undecodable object is an
+    /// error.
+    ///
+    /// # Errors
+    /// [`IndexerError::Decode`] (compact mode only).
+    pub fn try_list_with_keys(&self) -> Result<Vec<(ObjectKey, Arc<K>)>, IndexerError> {
         let s = self.state.read();
-        s.items.iter().map(|(_, v)| v).collect()
+        let Some(codec) = &self.codec else {
+            return Ok(s
+                .typed
+                .items
+                .iter()
+                .map(|(k, v)| (k.clone(), Arc::clone(v)))
+                .collect());
+        };
+        let blobs: Vec<(ObjectKey, Blob)> = s
+            .compact
+            .items
+            .iter()
+            .map(|(k, b)| (k.clone(), Arc::clone(b)))
+            .collect();
+        drop(s);
+        blobs
+            .into_iter()
+            .map(|(k, b)| decode_arc(codec.as_ref(), k.as_str(), &b).map(|o| (k, o)))
+            .collect()
+    }
+
+    /// Every stored object; in compact mode the first undecodable object is an error.
+    ///
+    /// # Errors
+    /// [`IndexerError::Decode`] (compact mode only).
+    pub fn try_list(&self) -> Result<Vec<Arc<K>>, IndexerError> {
+        let s = self.state.read();
+        let Some(codec) = &self.codec else {
+            return Ok(s.typed.items.values().cloned().collect());
+        };
+        let blobs: Vec<(ObjectKey, Blob)> = s
+            .compact
+            .items
+            .iter()
+            .map(|(k, b)| (k.clone(), Arc::clone(b)))
+            .collect();
+        drop(s);
+        Self::decode_all(codec.as_ref(), blobs)
+    }
+
+    /// Every stored object, in no particular order. In compact mode an undecodable object is
+    /// logged and left out (use [`try_list`](Self::try_list) to get the error).
+    pub fn list(&self) -> Vec<Arc<K>> {
+        match &self.codec {
+            None => self.state.read().typed.items.values().cloned().collect(),
+            Some(_) => self
+                .try_list_with_keys_lossy()
+                .into_iter()
+                .map(|(_, o)| o)
+                .collect(),
+        }
+    }
+
+    fn try_list_with_keys_lossy(&self) -> Vec<(ObjectKey, Arc<K>)> {
+        let Some(codec) = &self.codec else {
+            return self.try_list_with_keys().unwrap_or_default();
+        };
+        let blobs: Vec<(ObjectKey, Blob)> = self
+            .state
+            .read()
+            .compact
+            .items
+            .iter()
+            .map(|(k, b)| (k.clone(), Arc::clone(b)))
+            .collect();
+        blobs
+            .into_iter()
+            .filter_map(|(k, b)| match decode_arc(codec.as_ref(), k.as_str(), &b) {
+                Ok(o) => Some((k, o)),
+                Err(e) => {
+                    log_decode_error(&e);
+                    None
+                }
+            })
+            .collect()
     }
 
     /// Every stored key, in no particular order.
     pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.state.read().items.keys().cloned().collect()
+        let s = self.state.read();
+        if self.codec.is_some() {
+            s.compact.items.keys().cloned().collect()
+        } else {
+            s.typed.items.keys().cloned().collect()
+        }
     }
 
-    /// Every stored `(key, object)` pair.
+    /// Every stored `(key, object)` pair. In compact mode an undecodable object is logged and
+    /// left out (see [`try_list_with_keys`](Self::try_list_with_keys)).
     pub fn list_with_keys(&self) -> Vec<(ObjectKey, Arc<K>)> {
-        let s = self.state.read();
-        s.items.iter().map(|(k, v)| (k.clone(), v)).collect()
+        self.try_list_with_keys_lossy()
     }
 
     /// The stored object with `obj`'s key.
     ///
     /// # Errors
-    /// A key error.
+    /// A key error; in compact mode a decode error.
     pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>, IndexerError> {
         let key = meta_namespace_key(obj)?;
-        Ok(self.get_by_key(key.as_str()))
+        self.try_get_by_key(key.as_str())
     }
 
-    /// The object stored under `key`.
+    /// The object stored under `key`; in compact mode decoded from its stored bytes.
+    ///
+    /// # Errors
+    /// [`IndexerError::Decode`] (compact mode only).
+    pub fn try_get_by_key(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
+        let Some(codec) = &self.codec else {
+            return Ok(self.state.read().typed.items.get(key).cloned());
+        };
+        let blob = self.state.read().compact.items.get(key).cloned();
+        blob.map(|b| decode_arc(codec.as_ref(), key, &b))
+            .transpose()
+    }
+
+    /// The object stored under `key`. In compact mode an undecodable object is logged and
+    /// reported absent (see [`try_get_by_key`](Self::try_get_by_key)).
     pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.state.read().items.get(key)
+        self.try_get_by_key(key).unwrap_or_else(|e| {
+            log_decode_error(&e);
+            None
+        })
     }
 
     /// True if an object is stored under `key`.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.state.read().items.contains(key)
+        let s = self.state.read();
+        if self.codec.is_some() {
+            s.compact.items.contains_key(key)
+        } else {
+            s.typed.items.contains_key(key)
+        }
     }
 
     /// Number of stored objects.
     pub fn len(&self) -> usize {
-        self.state.read().items.len()
+        self.state.read().len(self.codec.is_some())
     }
 
     /// True when nothing is stored.
@@ -389,7 +815,8 @@ impl<K: Resource> Indexer<K> {
     /// accepted for symmetry with client-go and ignored.
     ///
     /// # Errors
-    /// A key or index function error for any object; the store is then unchanged.
+    /// A key or index function error for any object (in compact mode also an encode error);
+    /// the store is then unchanged.
     pub fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), IndexerError> {
         self.replace_take_old(objs, resource_version).map(|_| ())
     }
@@ -406,28 +833,206 @@ impl<K: Resource> Indexer<K> {
     ) -> Result<PreviousItems<K>, IndexerError> {
         let _w = self.writer.lock();
         let funcs = Arc::clone(&self.state.read().indexers);
-        let mut items = Items::with_capacity(objs.len());
-        let mut indices: Vec<Index<K>> = (0..funcs.len()).map(|_| Index::default()).collect();
+        if let Some(codec) = &self.codec {
+            if !codec.core().wants_training(objs.len()) {
+                match self.replace_compact_in_place(codec, &funcs, &objs) {
+                    Err(e @ IndexerError::Decode { .. }) => {
+                        // A stored object is undecodable, so its index entries cannot be
+                        // found by value: rebuild everything from the list instead.
+                        tracing::warn!(error = %e, "compact indexer: replace rebuilds the indices");
+                    }
+                    // Most objects changed: a rebuild needs less memory than change records.
+                    Ok(None) => {}
+                    Ok(Some(old)) => return Ok(old),
+                    Err(e) => return Err(e),
+                }
+            }
+            let tables = self.build_compact(codec, &funcs, objs)?;
+            let mut s = self.state.write();
+            let old = std::mem::replace(&mut s.compact, tables);
+            drop(s);
+            let Tables { items, indices } = old;
+            drop(indices);
+            return Ok(PreviousItems(Previous::Compact {
+                map: items,
+                codec: Arc::clone(codec),
+                decoded: OnceLock::new(),
+            }));
+        }
+        let mut tables: Tables<Arc<K>> = Tables::new(funcs.len(), objs.len());
         for obj in objs {
             let (key, obj) = self.prepare(obj)?;
             let mut vals = compute_values(&funcs, &key, &obj)?;
-            if let Some(prev) = items.insert(key.clone(), Arc::clone(&obj)) {
+            if let Some(prev) = tables.items.get(key.as_str()).cloned() {
                 // Duplicate key in the list: the later object wins; drop the earlier one's
                 // index entries.
                 let prev_vals = compute_values(&funcs, &key, &prev)?;
-                for (i, index) in indices.iter_mut().enumerate() {
-                    index.update(&key, &prev, prev_vals.get(i), &mut []);
-                }
+                tables.take(&key, &prev, &prev_vals);
             }
-            for (i, index) in indices.iter_mut().enumerate() {
-                index.update(&key, &obj, &[], vals.get_mut(i));
-            }
+            tables.put(&key, &obj, None, &mut vals);
         }
         let mut s = self.state.write();
-        s.indices = indices;
-        let old = std::mem::replace(&mut s.items, items);
+        let old = std::mem::replace(&mut s.typed, tables);
         drop(s);
-        Ok(PreviousItems(old.into_map()))
+        let Tables { items, indices } = old;
+        drop(indices);
+        Ok(PreviousItems(Previous::Typed(items)))
+    }
+
+    /// Compact mode, once the dictionary question is settled: replaces by difference, so a
+    /// relist does not build a second set of indices. Every object is encoded and compared
+    /// with the stored bytes; only changed, new and vanished objects get index work, all of it
+    /// computed before the write lock, which then applies it and swaps the item map.
+    /// `None` (nothing changed) when more than half of the list changed: a rebuild is then
+    /// the leaner way.
+    fn replace_compact_in_place(
+        &self,
+        codec: &Arc<dyn ObjectCodec<K>>,
+        funcs: &[(String, IndexFunc<K>)],
+        objs: &[Arc<K>],
+    ) -> Result<Option<PreviousItems<K>>, IndexerError> {
+        /// One key's index change: from the stored object's values to the new one's.
+        struct Change {
+            key: ObjectKey,
+            /// The new blob, or `None` for a vanished key (then `old` is set).
+            new: Option<(Blob, IndexValues)>,
+            old: Option<(Blob, IndexValues)>,
+        }
+        let old_values = |key: &ObjectKey, blob: &Blob| -> Result<IndexValues, IndexerError> {
+            let obj = decode_arc(codec.as_ref(), key.as_str(), blob)?;
+            compute_values(funcs, key, &obj)
+        };
+        let mut items: FastMap<ObjectKey, Blob> =
+            FastMap::with_capacity_and_hasher(objs.len(), FastState::default());
+        let mut changes: Vec<Change> = Vec::new();
+        for obj in objs {
+            let (key, obj) = self.prepare(Arc::clone(obj))?;
+            let blob = Self::encode(codec.as_ref(), &key, &obj)?;
+            let stored = self.state.read().compact.items.get(key.as_str()).cloned();
+            if items.contains_key(key.as_str()) {
+                // Duplicate key in the list: the later object wins; forget the earlier change.
+                changes.retain(|c| c.key != key);
+            }
+            match stored {
+                Some(s) if *s == *blob => {
+                    // Unchanged: share the stored bytes; its index entries stay as they are.
+                    items.insert(key, s);
+                }
+                stored => {
+                    let new_vals = compute_values(funcs, &key, &obj)?;
+                    let old = match stored {
+                        Some(s) => {
+                            let vals = old_values(&key, &s)?;
+                            Some((s, vals))
+                        }
+                        None => None,
+                    };
+                    items.insert(key.clone(), Arc::clone(&blob));
+                    changes.push(Change {
+                        key,
+                        new: Some((blob, new_vals)),
+                        old,
+                    });
+                    if changes.len() > objs.len() / 2 + 16 {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+        let vanished: Vec<(ObjectKey, Blob)> = self
+            .state
+            .read()
+            .compact
+            .items
+            .iter()
+            .filter(|(k, _)| !items.contains_key(k.as_str()))
+            .map(|(k, b)| (k.clone(), Arc::clone(b)))
+            .collect();
+        for (key, blob) in vanished {
+            let vals = old_values(&key, &blob)?;
+            changes.push(Change {
+                key,
+                new: None,
+                old: Some((blob, vals)),
+            });
+        }
+        let mut s = self.state.write();
+        for mut c in changes {
+            let old_vals = c.old.as_ref().map(|(_, v)| v);
+            for (i, index) in s.compact.indices.iter_mut().enumerate() {
+                let old = old_vals.map(|v| v.get(i)).unwrap_or(&[]);
+                match &mut c.new {
+                    Some((blob, vals)) => index.update(&c.key, blob, old, vals.get_mut(i)),
+                    None => {
+                        if let Some((blob, _)) = &c.old {
+                            index.update(&c.key, blob, old, &mut []);
+                        }
+                    }
+                }
+            }
+        }
+        let old = std::mem::replace(&mut s.compact.items, items);
+        drop(s);
+        Ok(Some(PreviousItems(Previous::Compact {
+            map: old,
+            codec: Arc::clone(codec),
+            decoded: OnceLock::new(),
+        })))
+    }
+
+    /// Compact mode: encodes and indexes `objs` into fresh tables. Trains the dictionary
+    /// first if the list is large enough; an encoding identical to the one already stored
+    /// under the same key is shared rather than copied.
+    fn build_compact(
+        &self,
+        codec: &Arc<dyn ObjectCodec<K>>,
+        funcs: &[(String, IndexFunc<K>)],
+        objs: Vec<Arc<K>>,
+    ) -> Result<Tables<Blob>, IndexerError> {
+        let core = codec.core();
+        let mut tables: Tables<Blob> = Tables::new(funcs.len(), objs.len());
+        let train_at = if core.wants_training(objs.len()) {
+            Some(core.train_after())
+        } else {
+            None
+        };
+        for (n, obj) in objs.into_iter().enumerate() {
+            if train_at == Some(n) {
+                let samples: Vec<Blob> = tables.items.values().cloned().collect();
+                if core.train(&samples) {
+                    drop(samples);
+                    tables.recompress(codec.as_ref())?;
+                }
+            }
+            let (key, obj) = self.prepare(obj)?;
+            let mut blob = Self::encode(codec.as_ref(), &key, &obj)?;
+            if let Some(same) = self
+                .state
+                .read()
+                .compact
+                .items
+                .get(key.as_str())
+                .filter(|b| ***b == *blob)
+            {
+                blob = Arc::clone(same);
+            }
+            let mut vals = compute_values(funcs, &key, &obj)?;
+            if let Some(prev) = tables.items.get(key.as_str()).cloned() {
+                // Duplicate key in the list: the later object wins.
+                let prev_obj = decode_arc(codec.as_ref(), key.as_str(), &prev)?;
+                let prev_vals = compute_values(funcs, &key, &prev_obj)?;
+                tables.take(&key, &prev, &prev_vals);
+            }
+            tables.put(&key, &blob, None, &mut vals);
+        }
+        if core.wants_training(tables.items.len()) {
+            let samples: Vec<Blob> = tables.items.values().cloned().collect();
+            if core.train(&samples) {
+                drop(samples);
+                tables.recompress(codec.as_ref())?;
+            }
+        }
+        Ok(tables)
     }
 
     /// A no-op kept for client-go's `Store` shape: a store has nothing to resync.
@@ -448,7 +1053,7 @@ impl<K: Resource> Indexer<K> {
     /// The stored objects that share an index value with `obj` in index `name`.
     ///
     /// # Errors
-    /// Unknown index, key error or index function error.
+    /// Unknown index, key error or index function error; in compact mode a decode error.
     pub fn index(&self, name: &str, obj: &K) -> Result<Vec<Arc<K>>, IndexerError> {
         let key = meta_namespace_key(obj)?;
         let func = {
@@ -464,14 +1069,19 @@ impl<K: Resource> Indexer<K> {
         })?;
         let s = self.state.read();
         let i = Self::index_position(&s, name)?;
-        let index = &s.indices[i];
-        let mut found: FastMap<&ObjectKey, &Arc<K>> = FastMap::default();
-        for v in &values {
-            if let Some(set) = index.map.get(v.as_str()) {
-                found.extend(set.iter());
+        match &self.codec {
+            None => Ok(s
+                .typed
+                .matching(i, &values)
+                .into_iter()
+                .map(|(_, o)| o)
+                .collect()),
+            Some(codec) => {
+                let blobs = s.compact.matching(i, &values);
+                drop(s);
+                Self::decode_all(codec.as_ref(), blobs)
             }
         }
-        Ok(found.into_values().map(Arc::clone).collect())
     }
 
     /// The keys whose objects have `value` in index `name`, sorted.
@@ -481,34 +1091,53 @@ impl<K: Resource> Indexer<K> {
     pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexerError> {
         let s = self.state.read();
         let i = Self::index_position(&s, name)?;
-        let mut keys: Vec<ObjectKey> = s.indices[i]
-            .map
-            .get(value)
-            .map(|set| set.keys().cloned().collect())
-            .unwrap_or_default();
+        let mut keys: Vec<ObjectKey> = if self.codec.is_some() {
+            s.compact.indices[i]
+                .map
+                .get(value)
+                .map(|set| set.keys().cloned().collect())
+                .unwrap_or_default()
+        } else {
+            s.typed.indices[i]
+                .map
+                .get(value)
+                .map(|set| set.keys().cloned().collect())
+                .unwrap_or_default()
+        };
         drop(s);
         keys.sort_unstable();
         Ok(keys)
     }
 
-    /// The objects with `value` in index `name` (empty for an unknown value).
+    /// The objects with `value` in index `name` (empty for an unknown value). In compact mode
+    /// they are decoded after the lock is released.
     ///
     /// # Errors
-    /// [`IndexerError::UnknownIndex`].
+    /// [`IndexerError::UnknownIndex`]; in compact mode [`IndexerError::Decode`] for the first
+    /// undecodable object.
     pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<K>>, IndexerError> {
         let s = self.state.read();
         let i = Self::index_position(&s, name)?;
-        Ok(match s.indices[i].map.get(value) {
-            Some(set) => set.values().map(Arc::clone).collect(),
+        let Some(codec) = &self.codec else {
+            return Ok(s.typed.by_index(i, value));
+        };
+        let blobs: Vec<(ObjectKey, Blob)> = match s.compact.indices[i].map.get(value) {
+            Some(set) => set
+                .iter()
+                .map(|(k, b)| (k.clone(), Arc::clone(b)))
+                .collect(),
             None => Vec::new(),
-        })
+        };
+        drop(s);
+        Self::decode_all(codec.as_ref(), blobs)
     }
 
     /// Every value present in index `name` (empty for an unknown index, as client-go).
     pub fn list_index_func_values(&self, name: &str) -> Vec<String> {
         let s = self.state.read();
         match Self::index_position(&s, name) {
-            Ok(i) => s.indices[i].map.keys().cloned().collect(),
+            Ok(i) if self.codec.is_some() => s.compact.indices[i].map.keys().cloned().collect(),
+            Ok(i) => s.typed.indices[i].map.keys().cloned().collect(),
             Err(_) => Vec::new(),
         }
     }
@@ -527,17 +1156,12 @@ impl<K: Resource> Indexer<K> {
     ///
     /// # Errors
     /// [`IndexerError::IndexerConflict`] if a name already exists (nothing is added), or an
-    /// index function error during back-fill (nothing is added).
+    /// index function error during back-fill (nothing is added); in compact mode a decode
+    /// error (nothing is added).
     pub fn add_indexers(&self, new: Indexers<K>) -> Result<(), IndexerError> {
         let _w = self.writer.lock();
-        let (funcs, items) = {
-            let s = self.state.read();
-            let items: Vec<(ObjectKey, Arc<K>)> =
-                s.items.iter().map(|(k, v)| (k.clone(), v)).collect();
-            (Arc::clone(&s.indexers), items)
-        };
-        let mut new: Vec<(String, IndexFunc<K>)> = new.into_iter().collect();
-        new.sort_by(|a, b| a.0.cmp(&b.0));
+        let funcs = Arc::clone(&self.state.read().indexers);
+        let new = sorted(new);
         let conflicts: Vec<&str> = new
             .iter()
             .filter(|(n, _)| funcs.iter().any(|(m, _)| m == n))
@@ -546,20 +1170,62 @@ impl<K: Resource> Indexer<K> {
         if !conflicts.is_empty() {
             return Err(IndexerError::IndexerConflict(conflicts.join(", ")));
         }
-        let mut added: Vec<Index<K>> = (0..new.len()).map(|_| Index::default()).collect();
+        let mut list: Vec<(String, IndexFunc<K>)> = funcs.iter().cloned().collect();
+        if let Some(codec) = &self.codec {
+            let items: Vec<(ObjectKey, Blob)> = self
+                .state
+                .read()
+                .compact
+                .items
+                .iter()
+                .map(|(k, b)| (k.clone(), Arc::clone(b)))
+                .collect();
+            let mut added: Vec<Index<Blob>> = (0..new.len()).map(|_| Index::default()).collect();
+            for (key, blob) in &items {
+                let obj = decode_arc(codec.as_ref(), key.as_str(), blob)?;
+                let mut vals = compute_values(&new, key, &obj)?;
+                for (i, index) in added.iter_mut().enumerate() {
+                    index.update(key, blob, &[], vals.get_mut(i));
+                }
+            }
+            list.extend(new);
+            let mut s = self.state.write();
+            s.compact.indices.extend(added);
+            s.typed
+                .indices
+                .extend((0..added_len(&list, &funcs)).map(|_| Index::default()));
+            s.indexers = Arc::new(list);
+            return Ok(());
+        }
+        let items: Vec<(ObjectKey, Arc<K>)> = self
+            .state
+            .read()
+            .typed
+            .items
+            .iter()
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .collect();
+        let mut added: Vec<Index<Arc<K>>> = (0..new.len()).map(|_| Index::default()).collect();
         for (key, obj) in &items {
             let mut vals = compute_values(&new, key, obj)?;
             for (i, index) in added.iter_mut().enumerate() {
                 index.update(key, obj, &[], vals.get_mut(i));
             }
         }
-        let mut list: Vec<(String, IndexFunc<K>)> = funcs.iter().cloned().collect();
         list.extend(new);
         let mut s = self.state.write();
-        s.indices.extend(added);
+        s.typed.indices.extend(added);
+        s.compact
+            .indices
+            .extend((0..added_len(&list, &funcs)).map(|_| Index::default()));
         s.indexers = Arc::new(list);
         Ok(())
     }
+}
+
+/// How many index functions were added (`list` = old + new).
+fn added_len<T, U>(list: &[T], old: &[U]) -> usize {
+    list.len() - old.len()
 }
 
 #[cfg(test)]
@@ -577,6 +1243,54 @@ mod tests {
     };
     use super::*;
 
+    /// The storage modes every behaviour test runs in.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) enum Mode {
+        Typed = 0,
+        Compact = 1,
+    }
+
+    /// An indexer of `mode`; compact indexers train their dictionary early (after 3 objects)
+    /// so both raw and compressed entries are exercised.
+    pub(crate) fn build(mode: Mode, indexers: Indexers<Pod>) -> Indexer<Pod> {
+        match mode {
+            Mode::Typed => Indexer::new(indexers),
+            Mode::Compact => {
+                Indexer::compact(indexers, CompactOptions::default().train_after(3)).unwrap()
+            }
+        }
+    }
+
+    /// Runs each named test function (taking a [`Mode`]) in both modes.
+    macro_rules! both_modes {
+        ($($name:ident),* $(,)?) => {
+            mod typed {
+                $( #[test] fn $name() { super::$name(super::Mode::Typed) } )*
+            }
+            mod compact {
+                $( #[test] fn $name() { super::$name(super::Mode::Compact) } )*
+            }
+        };
+    }
+
+    both_modes!(
+        replace_with_duplicate_keys_keeps_the_later_object,
+        add_get_list_delete_round_trip,
+        objects_without_a_name_are_refused_with_a_key_error,
+        multi_value_index_is_updated_from_old_and_new_values,
+        empty_value_sets_are_removed_on_update,
+        unknown_index_is_an_error_and_unknown_value_is_empty,
+        index_keys_are_sorted,
+        index_returns_objects_sharing_any_value,
+        add_indexers_back_fills_and_refuses_conflicts,
+        index_function_errors_are_typed_and_leave_the_store_unchanged,
+        replace_rebuilds_items_and_indices,
+        transform_runs_before_storing,
+        upsert_reports_the_previous_object,
+        index_functions_run_without_the_state_lock,
+        by_index_returns_the_current_object_when_index_values_do_not_change
+    );
+
     /// Indexes by the comma-separated `users` label (several values per object).
     fn users_index() -> IndexFunc<Pod> {
         Arc::new(|p: &Pod, out: &mut Vec<String>| {
@@ -587,8 +1301,8 @@ mod tests {
         })
     }
 
-    fn users_indexer() -> Indexer<Pod> {
-        Indexer::new([("by_user".to_string(), users_index())].into())
+    fn users_indexer(mode: Mode) -> Indexer<Pod> {
+        build(mode, [("by_user".to_string(), users_index())].into())
     }
 
     fn names(objs: Vec<Arc<Pod>>) -> Vec<String> {
@@ -600,9 +1314,8 @@ mod tests {
         v
     }
 
-    #[test]
-    fn add_get_list_delete_round_trip() {
-        let idx = Indexer::<Pod>::default();
+    fn add_get_list_delete_round_trip(mode: Mode) {
+        let idx = build(mode, Indexers::new());
         idx.add(pod("ns", "a", &[])).unwrap();
         idx.add(pod("", "cluster", &[])).unwrap();
         assert_eq!(idx.len(), 2);
@@ -617,17 +1330,15 @@ mod tests {
         assert_eq!(idx.len(), 1);
     }
 
-    #[test]
-    fn objects_without_a_name_are_refused_with_a_key_error() {
-        let idx = Indexer::<Pod>::default();
+    fn objects_without_a_name_are_refused_with_a_key_error(mode: Mode) {
+        let idx = build(mode, Indexers::new());
         let err = idx.add(Arc::new(Pod::default())).unwrap_err();
         assert!(matches!(err, IndexerError::Key(KeyError::MissingName)));
         assert!(idx.is_empty());
     }
 
-    #[test]
-    fn multi_value_index_is_updated_from_old_and_new_values() {
-        let idx = users_indexer();
+    fn multi_value_index_is_updated_from_old_and_new_values(mode: Mode) {
+        let idx = users_indexer(mode);
         idx.add(pod("ns", "one", &[("users", "ernie.bert")]))
             .unwrap();
         idx.add(pod("ns", "two", &[("users", "bert.oscar")]))
@@ -659,18 +1370,16 @@ mod tests {
         assert_eq!(values, ["elmo", "ernie"]);
     }
 
-    #[test]
-    fn empty_value_sets_are_removed_on_update() {
-        let idx = users_indexer();
+    fn empty_value_sets_are_removed_on_update(mode: Mode) {
+        let idx = users_indexer(mode);
         idx.add(pod("ns", "a", &[("users", "x")])).unwrap();
         idx.update(pod("ns", "a", &[("users", "y")])).unwrap();
         assert_eq!(idx.list_index_func_values("by_user"), ["y"]);
         assert!(idx.by_index("by_user", "x").unwrap().is_empty());
     }
 
-    #[test]
-    fn unknown_index_is_an_error_and_unknown_value_is_empty() {
-        let idx = users_indexer();
+    fn unknown_index_is_an_error_and_unknown_value_is_empty(mode: Mode) {
+        let idx = users_indexer(mode);
         idx.add(pod("ns", "a", &[("users", "x")])).unwrap();
         assert!(matches!(
             idx.by_index("nope", "x"),
@@ -682,10 +1391,11 @@ mod tests {
         assert!(idx.list_index_func_values("nope").is_empty());
     }
 
-    #[test]
-    fn index_keys_are_sorted() {
-        let idx =
-            Indexer::<Pod>::new([(NAMESPACE_INDEX.to_string(), namespace_index_func())].into());
+    fn index_keys_are_sorted(mode: Mode) {
+        let idx = build(
+            mode,
+            [(NAMESPACE_INDEX.to_string(), namespace_index_func())].into(),
+        );
         for name in ["d", "b", "a", "c"] {
             idx.add(pod("ns", name, &[])).unwrap();
         }
@@ -698,9 +1408,8 @@ mod tests {
         assert_eq!(keys, ["ns/a", "ns/b", "ns/c", "ns/d"]);
     }
 
-    #[test]
-    fn index_returns_objects_sharing_any_value() {
-        let idx = users_indexer();
+    fn index_returns_objects_sharing_any_value(mode: Mode) {
+        let idx = users_indexer(mode);
         idx.add(pod("ns", "one", &[("users", "a.b")])).unwrap();
         idx.add(pod("ns", "two", &[("users", "b")])).unwrap();
         idx.add(pod("ns", "tre", &[("users", "c")])).unwrap();
@@ -708,9 +1417,8 @@ mod tests {
         assert_eq!(names(idx.index("by_user", &probe).unwrap()), ["one", "two"]);
     }
 
-    #[test]
-    fn add_indexers_back_fills_and_refuses_conflicts() {
-        let idx = Indexer::<Pod>::default();
+    fn add_indexers_back_fills_and_refuses_conflicts(mode: Mode) {
+        let idx = build(mode, Indexers::new());
         idx.add(pod("ns1", "a", &[("app", "web")])).unwrap();
         idx.add(pod("ns2", "b", &[("app", "db")])).unwrap();
         idx.add_indexers([("app".to_string(), label_index_func("app"))].into())
@@ -733,8 +1441,7 @@ mod tests {
         assert_eq!(names(idx.by_index("app", "web").unwrap()), ["a", "c"]);
     }
 
-    #[test]
-    fn index_function_errors_are_typed_and_leave_the_store_unchanged() {
+    fn index_function_errors_are_typed_and_leave_the_store_unchanged(mode: Mode) {
         let failing: IndexFunc<Pod> = Arc::new(|p: &Pod, out: &mut Vec<String>| {
             match p.metadata.labels.as_ref().and_then(|l| l.get("v")) {
                 Some(v) => {
@@ -744,7 +1451,7 @@ mod tests {
                 None => Err(IndexFuncError("no v label".into())),
             }
         });
-        let idx = Indexer::new([("v".to_string(), failing)].into());
+        let idx = build(mode, [("v".to_string(), failing)].into());
         idx.add(pod("ns", "a", &[("v", "1")])).unwrap();
         let err = idx.update(pod("ns", "a", &[])).unwrap_err();
         assert!(matches!(err, IndexerError::IndexFunc { ref index, .. } if index == "v"));
@@ -760,9 +1467,8 @@ mod tests {
         assert!(idx.get_by_key("ns/a").is_some());
     }
 
-    #[test]
-    fn replace_rebuilds_items_and_indices() {
-        let idx = Indexer::<Pod>::new([("app".to_string(), label_index_func("app"))].into());
+    fn replace_rebuilds_items_and_indices(mode: Mode) {
+        let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
         idx.add(pod("ns", "a", &[("app", "web")])).unwrap();
         idx.add(pod("ns", "b", &[("app", "web")])).unwrap();
         let old = idx
@@ -779,9 +1485,8 @@ mod tests {
         assert_eq!(idx.len(), 2);
     }
 
-    #[test]
-    fn transform_runs_before_storing() {
-        let idx = Indexer::<Pod>::default().with_transform(strip_managed_fields_transform());
+    fn transform_runs_before_storing(mode: Mode) {
+        let idx = build(mode, Indexers::new()).with_transform(strip_managed_fields_transform());
         let mut p = (*pod("ns", "a", &[])).clone();
         p.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
         let up = idx.upsert(Arc::new(p)).unwrap();
@@ -790,53 +1495,159 @@ mod tests {
         assert!(stored.metadata.managed_fields.is_none());
     }
 
-    #[test]
-    fn upsert_reports_the_previous_object() {
-        let idx = Indexer::<Pod>::default();
+    fn upsert_reports_the_previous_object(mode: Mode) {
+        let idx = build(mode, Indexers::new());
         let first = pod("ns", "a", &[]);
         assert!(idx.upsert(Arc::clone(&first)).unwrap().old.is_none());
         let up = idx.upsert(pod("ns", "a", &[("x", "y")])).unwrap();
-        assert!(Arc::ptr_eq(up.old.as_ref().unwrap(), &first));
+        assert_eq!(up.old.as_deref(), Some(&*first));
+        if matches!(mode, Mode::Typed) {
+            assert!(Arc::ptr_eq(up.old.as_ref().unwrap(), &first));
+        }
     }
 
-    #[test]
-    fn index_functions_run_without_the_state_lock() {
+    fn index_functions_run_without_the_state_lock(mode: Mode) {
         // An index function that reads the indexer would deadlock if it ran under the lock.
-        static INDEXER: OnceLock<Arc<Indexer<Pod>>> = OnceLock::new();
-        static READS: AtomicUsize = AtomicUsize::new(0);
-        let reading: IndexFunc<Pod> = Arc::new(|_p: &Pod, out: &mut Vec<String>| {
-            if let Some(idx) = INDEXER.get() {
+        static INDEXER: [OnceLock<Arc<Indexer<Pod>>>; 2] = [OnceLock::new(), OnceLock::new()];
+        static READS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        let m = mode as usize;
+        let reading: IndexFunc<Pod> = Arc::new(move |_p: &Pod, out: &mut Vec<String>| {
+            if let Some(idx) = INDEXER[m].get() {
                 let _ = idx.list();
                 let _ = idx.by_index("r", "x");
-                READS.fetch_add(1, Ordering::SeqCst);
+                READS[m].fetch_add(1, Ordering::SeqCst);
             }
             out.push("x".into());
             Ok(())
         });
         let idx =
-            INDEXER.get_or_init(|| Arc::new(Indexer::new([("r".to_string(), reading)].into())));
+            INDEXER[m].get_or_init(|| Arc::new(build(mode, [("r".to_string(), reading)].into())));
         idx.add(pod("ns", "a", &[])).unwrap();
-        idx.update(pod("ns", "a", &[])).unwrap();
+        idx.update(pod("ns", "a", &[("v", "2")])).unwrap();
         idx.delete(&pod("ns", "a", &[])).unwrap();
-        assert!(READS.load(Ordering::SeqCst) >= 3);
+        assert!(READS[m].load(Ordering::SeqCst) >= 3);
     }
 
-    #[test]
-    fn by_index_returns_the_current_object_when_index_values_do_not_change() {
-        let idx = Indexer::<Pod>::new([("app".to_string(), label_index_func("app"))].into());
+    fn by_index_returns_the_current_object_when_index_values_do_not_change(mode: Mode) {
+        let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
         idx.add(pod("ns", "a", &[("app", "web")])).unwrap();
         let newer = pod("ns", "a", &[("app", "web"), ("v", "2")]);
         idx.update(Arc::clone(&newer)).unwrap();
         let got = idx.by_index("app", "web").unwrap();
         assert_eq!(got.len(), 1);
-        assert!(Arc::ptr_eq(&got[0], &newer));
+        assert_eq!(*got[0], *newer);
         let got = idx.index("app", &newer).unwrap();
-        assert!(Arc::ptr_eq(&got[0], &newer));
+        assert_eq!(*got[0], *newer);
+        if matches!(mode, Mode::Typed) {
+            assert!(Arc::ptr_eq(&got[0], &newer));
+        }
     }
 
     #[test]
     fn indexer_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Indexer<Pod>>();
+    }
+
+    fn replace_with_duplicate_keys_keeps_the_later_object(mode: Mode) {
+        let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
+        for i in 0..8 {
+            idx.add(pod("ns", &format!("p{i}"), &[("app", "old")]))
+                .unwrap();
+        }
+        // Twice: the first relist may train the dictionary, the second replaces in place.
+        for _ in 0..2 {
+            idx.replace(
+                vec![
+                    pod("ns", "p0", &[("app", "x")]),
+                    pod("ns", "p1", &[("app", "old")]),
+                    pod("ns", "p0", &[("app", "y")]),
+                    pod("ns", "p9", &[("app", "x")]),
+                ],
+                "3",
+            )
+            .unwrap();
+            assert_eq!(names(idx.by_index("app", "x").unwrap()), ["p9"]);
+            assert_eq!(names(idx.by_index("app", "y").unwrap()), ["p0"]);
+            assert_eq!(names(idx.by_index("app", "old").unwrap()), ["p1"]);
+            let mut values = idx.list_index_func_values("app");
+            values.sort();
+            assert_eq!(values, ["old", "x", "y"]);
+            assert_eq!(idx.len(), 3);
+        }
+    }
+
+    #[test]
+    fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
+        let idx = build(
+            Mode::Compact,
+            [("app".to_string(), label_index_func("app"))].into(),
+        );
+        for i in 0..5 {
+            idx.add(pod("ns", &format!("p{i}"), &[("app", "web")]))
+                .unwrap();
+        }
+        // Corrupt one stored entry, in the item map and the index alike.
+        let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
+        {
+            let mut s = idx.state.write();
+            s.compact
+                .items
+                .insert(ObjectKey::from("ns/p1"), Arc::clone(&bad));
+            for set in s.compact.indices[0].map.values_mut() {
+                if let Some(b) = set.get_mut("ns/p1") {
+                    *b = Arc::clone(&bad);
+                }
+            }
+        }
+        let is_decode = |e: &IndexerError| matches!(e, IndexerError::Decode { key, .. } if key.as_str() == "ns/p1");
+        assert!(is_decode(&idx.try_get_by_key("ns/p1").unwrap_err()));
+        assert!(idx.get_by_key("ns/p1").is_none());
+        assert!(idx.get_by_key("ns/p2").is_some());
+        assert!(is_decode(&idx.by_index("app", "web").unwrap_err()));
+        assert!(is_decode(&idx.try_list().unwrap_err()));
+        assert_eq!(idx.list().len(), 4);
+        assert!(is_decode(
+            &idx.update(pod("ns", "p1", &[("app", "db")])).unwrap_err()
+        ));
+        assert!(is_decode(&idx.delete_by_key("ns/p1").unwrap_err()));
+        assert!(idx.contains_key("ns/p1"));
+        // A replace drops the corrupt entry; its previous content reports it as an error.
+        let old = idx
+            .replace_take_old(vec![pod("ns", "p1", &[("app", "db")])], "2")
+            .unwrap();
+        assert!(is_decode(&old.try_get("ns/p1").unwrap_err()));
+        assert_eq!(idx.by_index("app", "db").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
+        let idx = build(
+            Mode::Compact,
+            [("app".to_string(), label_index_func("app"))].into(),
+        );
+        let pods: Vec<Arc<Pod>> = (0..50)
+            .map(|i| {
+                pod(
+                    &format!("ns-{}", i % 3),
+                    &format!("p{i}"),
+                    &[("app", "web")],
+                )
+            })
+            .collect();
+        for p in &pods {
+            idx.add(Arc::clone(p)).unwrap();
+        }
+        assert!(idx.compact_dictionary_len().is_some());
+        let s = idx.state.read();
+        assert!(s.compact.items.values().all(|b| b[0] == 1));
+        for set in s.compact.indices[0].map.values() {
+            assert!(set.values().all(|b| b[0] == 1));
+        }
+        drop(s);
+        for p in &pods {
+            let key = meta_namespace_key(p.as_ref()).unwrap();
+            assert_eq!(*idx.get_by_key(key.as_str()).unwrap(), **p);
+        }
     }
 }

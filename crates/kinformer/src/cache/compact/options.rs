@@ -1,0 +1,96 @@
+//! How a compact indexer encodes objects.
+
+use std::sync::Arc;
+
+/// The serialization inside a compact blob (before compression).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Format {
+    /// MessagePack with field names (`rmp-serde`'s named encoding): smaller and faster to
+    /// decode than JSON for Kubernetes objects.
+    #[default]
+    MessagePack,
+    /// JSON, as served by the API server.
+    Json,
+}
+
+/// Options of a compact [`Indexer`](crate::cache::Indexer).
+///
+/// ```
+/// use kinformer::cache::{CompactOptions, Format};
+/// let opts = CompactOptions::default().train_after(500).format(Format::Json);
+/// assert_eq!(opts.train_after_objects(), 500);
+/// ```
+#[derive(Clone)]
+pub struct CompactOptions {
+    pub(crate) format: Format,
+    pub(crate) level: i32,
+    pub(crate) train_after: usize,
+    pub(crate) dictionary_size: usize,
+    pub(crate) dictionary: Option<Arc<[u8]>>,
+}
+
+impl std::fmt::Debug for CompactOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompactOptions")
+            .field("format", &self.format)
+            .field("level", &self.level)
+            .field("train_after", &self.train_after)
+            .field("dictionary_size", &self.dictionary_size)
+            .field("dictionary", &self.dictionary.as_ref().map(|d| d.len()))
+            .finish()
+    }
+}
+
+impl Default for CompactOptions {
+    /// MessagePack, zstd level 3, a 16 KiB dictionary trained after 1,000 objects.
+    fn default() -> Self {
+        CompactOptions {
+            format: Format::MessagePack,
+            level: 3,
+            train_after: 1_000,
+            dictionary_size: 16 * 1024,
+            dictionary: None,
+        }
+    }
+}
+
+impl CompactOptions {
+    /// The serialization format.
+    pub fn format(mut self, format: Format) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// The zstd compression level (1–19; higher is smaller and slower to write, reads barely
+    /// change).
+    pub fn level(mut self, level: i32) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// Trains the dictionary once this many objects are stored (or given to a `replace`);
+    /// `0` never trains (objects stay uncompressed unless a dictionary is given).
+    pub fn train_after(mut self, objects: usize) -> Self {
+        self.train_after = objects;
+        self
+    }
+
+    /// The number of objects after which the dictionary is trained.
+    pub fn train_after_objects(&self) -> usize {
+        self.train_after
+    }
+
+    /// The maximum size of a trained dictionary in bytes.
+    pub fn dictionary_size(mut self, bytes: usize) -> Self {
+        self.dictionary_size = bytes;
+        self
+    }
+
+    /// Uses this zstd dictionary from the start instead of training one (e.g. one shared by
+    /// several indexers of the same kind of object).
+    pub fn dictionary(mut self, dictionary: impl Into<Arc<[u8]>>) -> Self {
+        self.dictionary = Some(dictionary.into());
+        self
+    }
+}
