@@ -5,8 +5,10 @@
 
 mod cache_sync;
 mod error;
+mod factory;
 mod fake_listwatch;
 mod handler;
+mod informer;
 pub mod listwatch;
 mod notification;
 mod object;
@@ -18,6 +20,7 @@ mod synctrack;
 
 pub use cache_sync::{HasSynced, SyncedFlag, wait_for_cache_sync, wait_for_named_cache_sync};
 pub use error::CacheError;
+pub use factory::{FactoryError, SharedInformerFactory};
 pub use fake_listwatch::{FakeListerWatcher, WatchStep};
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use listwatch::{
@@ -39,10 +42,19 @@ mod transform;
 
 pub use delta::{Delta, DeltaType};
 pub use delta_fifo::DeltaFifo;
+pub use fake_listwatch::{FakeListerWatcher, WatchStep};
 pub use index::{
     IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };
+pub use informer::{
+    InformerError, InformerOptions, InformerWatchErrorHandler, QueueKind, ReadOnlyIndexer,
+    SharedIndexInformer,
+};
 pub use lister::{Lister, NamespaceLister};
+pub use listwatch::{
+    ApiStatus, Bookmark, DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList,
+    ResourceVersionMatch, Selectors, WatchEvent, WatchOptions, WatchStream,
+};
 pub use notification::Notification;
 pub use object::{
     DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey, meta_namespace_key, split_key,

@@ -116,7 +116,7 @@ where
 }
 
 impl<K> KubeListerWatcher<K> {
-    fn from_parts(url_path: String, client: Client, metadata: bool) -> Self {
+    pub(crate) fn from_parts(url_path: String, client: Client, metadata: bool) -> Self {
         Self {
             client,
             request: Request::new(url_path),

@@ -1,0 +1,81 @@
+//! A type-erased [`ListerWatcher`], so that an informer is generic over the object type only.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::{BoxFuture, FutureExt};
+
+use crate::cache::{
+    ListOptions, ListWatchError, ListerWatcher, ObjectList, WatchOptions, WatchStream,
+};
+
+/// The object-safe twin of [`ListerWatcher`] (which returns `impl Future`).
+trait DynListerWatcher<K>: Send + Sync + 'static {
+    fn list_boxed(
+        &self,
+        options: ListOptions,
+    ) -> BoxFuture<'_, Result<ObjectList<K>, ListWatchError>>;
+    fn watch_boxed(
+        &self,
+        options: WatchOptions,
+    ) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>>;
+}
+
+impl<K: 'static, L: ListerWatcher<K>> DynListerWatcher<K> for L {
+    fn list_boxed(
+        &self,
+        options: ListOptions,
+    ) -> BoxFuture<'_, Result<ObjectList<K>, ListWatchError>> {
+        async move { self.list(&options).await }.boxed()
+    }
+    fn watch_boxed(
+        &self,
+        options: WatchOptions,
+    ) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>> {
+        async move { self.watch(&options).await }.boxed()
+    }
+}
+
+/// Any [`ListerWatcher<K>`] behind an `Arc`; cheap to clone.
+pub(crate) struct BoxedListerWatcher<K> {
+    inner: Arc<dyn DynListerWatcher<K>>,
+}
+
+impl<K> Clone for BoxedListerWatcher<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<K> fmt::Debug for BoxedListerWatcher<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BoxedListerWatcher").finish_non_exhaustive()
+    }
+}
+
+impl<K: 'static> BoxedListerWatcher<K> {
+    pub(crate) fn new(lw: impl ListerWatcher<K>) -> Self {
+        Self {
+            inner: Arc::new(lw),
+        }
+    }
+}
+
+impl<K: Send + 'static> ListerWatcher<K> for BoxedListerWatcher<K> {
+    fn list(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
+        self.inner.list_boxed(options.clone())
+    }
+
+    fn watch(
+        &self,
+        options: &WatchOptions,
+    ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
+        self.inner.watch_boxed(options.clone())
+    }
+}

@@ -1,0 +1,20 @@
+//! The shared informer: one list/watch feeding one indexed cache and many event handlers.
+//!
+//! - [`SharedIndexInformer`]: built from a [`ListerWatcher`](crate::cache::ListerWatcher) and
+//!   [`InformerOptions`]; runs a reflector into a delta queue ([`QueueKind`]) and a process
+//!   loop that applies deltas to the indexer and fans notifications out to handlers. Its
+//!   documentation states the contract (ordering, consistency, deletes, late handlers).
+//! - [`ReadOnlyIndexer`]: the cache as users see it.
+//! - [`InformerError`]: what the informer refuses.
+
+mod boxed_lw;
+mod controller;
+mod error;
+mod options;
+mod read_only;
+mod shared_index_informer;
+
+pub use error::InformerError;
+pub use options::{InformerOptions, QueueKind};
+pub use read_only::ReadOnlyIndexer;
+pub use shared_index_informer::{InformerWatchErrorHandler, SharedIndexInformer};

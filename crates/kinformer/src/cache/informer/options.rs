@@ -1,0 +1,156 @@
+//! Settings of a shared informer: resync, indexers, transform, queue kind, list/watch knobs.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::cache::reflector::DEFAULT_MIN_WATCH_TIMEOUT;
+use crate::cache::{Indexers, TransformFunc};
+
+/// Which delta queue sits between the reflector and the process loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum QueueKind {
+    /// [`RealFifo`](crate::cache::RealFifo) with atomic replace and resync: every delta in
+    /// arrival order, one `ReplacedAll` per relist (client-go's current default).
+    #[default]
+    RealFifo,
+    /// [`DeltaFifo`](crate::cache::DeltaFifo): one slot per key with its deltas, relist
+    /// objects as `Replaced` (client-go's legacy queue).
+    DeltaFifo,
+}
+
+/// How to build a [`SharedIndexInformer`](super::SharedIndexInformer).
+///
+/// Selectors are not here: they belong to the
+/// [`ListerWatcher`](crate::cache::ListerWatcher) (e.g.
+/// [`KubeListerWatcher::labels`](crate::kube::KubeListerWatcher::labels)).
+///
+/// ```
+/// use std::time::Duration;
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer::cache::{InformerOptions, NAMESPACE_INDEX, QueueKind, namespace_index_func};
+///
+/// let options = InformerOptions::<Pod>::new("pods")
+///     .with_resync_period(Duration::from_secs(30))
+///     .with_indexer(NAMESPACE_INDEX, namespace_index_func())
+///     .with_queue(QueueKind::DeltaFifo)
+///     .with_watch_list(false);
+/// assert_eq!(options.resync_period, Duration::from_secs(30));
+/// ```
+pub struct InformerOptions<K> {
+    /// Name used in logs (and by the reflector).
+    pub name: String,
+    /// The default handler resync period, which is also the resync check period; zero (the
+    /// default) disables resync unless a handler asks for one before the start.
+    pub resync_period: Duration,
+    /// Index functions the indexer starts with.
+    pub indexers: Indexers<K>,
+    /// Transform applied once to every incoming object before it is queued and stored.
+    pub transform: Option<TransformFunc<K>>,
+    /// The delta queue.
+    pub queue: QueueKind,
+    /// Try watch-list (`sendInitialEvents`) before list + watch (default true).
+    pub use_watch_list: bool,
+    /// Explicit list page size; `None` applies client-go's rules (500).
+    pub page_size: Option<u32>,
+    /// Minimum watch timeout (raised to 5 minutes if lower).
+    pub min_watch_timeout: Duration,
+}
+
+impl<K> Default for InformerOptions<K> {
+    fn default() -> Self {
+        Self {
+            name: "informer".to_owned(),
+            resync_period: Duration::ZERO,
+            indexers: Indexers::new(),
+            transform: None,
+            queue: QueueKind::default(),
+            use_watch_list: true,
+            page_size: None,
+            min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
+        }
+    }
+}
+
+impl<K> Clone for InformerOptions<K> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            resync_period: self.resync_period,
+            indexers: self.indexers.clone(),
+            transform: self.transform.clone(),
+            queue: self.queue,
+            use_watch_list: self.use_watch_list,
+            page_size: self.page_size,
+            min_watch_timeout: self.min_watch_timeout,
+        }
+    }
+}
+
+impl<K> fmt::Debug for InformerOptions<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<&str> = self.indexers.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        f.debug_struct("InformerOptions")
+            .field("name", &self.name)
+            .field("resync_period", &self.resync_period)
+            .field("indexers", &names)
+            .field("transform", &self.transform.is_some())
+            .field("queue", &self.queue)
+            .field("use_watch_list", &self.use_watch_list)
+            .field("page_size", &self.page_size)
+            .field("min_watch_timeout", &self.min_watch_timeout)
+            .finish()
+    }
+}
+
+impl<K> InformerOptions<K> {
+    /// Defaults with this name.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the default handler resync period (and check period).
+    #[must_use]
+    pub fn with_resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+
+    /// Adds one index function.
+    #[must_use]
+    pub fn with_indexer(mut self, name: impl Into<String>, f: crate::cache::IndexFunc<K>) -> Self {
+        self.indexers.insert(name.into(), f);
+        self
+    }
+
+    /// Sets the transform.
+    #[must_use]
+    pub fn with_transform(mut self, transform: TransformFunc<K>) -> Self {
+        self.transform = Some(transform);
+        self
+    }
+
+    /// Selects the delta queue.
+    #[must_use]
+    pub fn with_queue(mut self, queue: QueueKind) -> Self {
+        self.queue = queue;
+        self
+    }
+
+    /// Turns watch-list on or off.
+    #[must_use]
+    pub fn with_watch_list(mut self, on: bool) -> Self {
+        self.use_watch_list = on;
+        self
+    }
+
+    /// Sets an explicit list page size.
+    #[must_use]
+    pub fn with_page_size(mut self, size: u32) -> Self {
+        self.page_size = Some(size);
+        self
+    }
+}
