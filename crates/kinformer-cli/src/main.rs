@@ -1,5 +1,6 @@
 //! The `kinformer` command.
 
+mod bench;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -18,6 +19,14 @@ enum Command {
     Bench,
     /// Run the embedded Kubernetes API server.
     Serve(serve::ServeArgs),
+    /// Run the benchmark workloads of a group (workqueue, all) and print their medians.
+    Bench(bench::BenchArgs),
+    /// Run one benchmark workload in this process and print one JSON line (used by `bench`).
+    #[command(hide = true)]
+    BenchRun {
+        /// The workload id, e.g. W1.
+        workload: String,
+    },
 }
 
 fn main() {
@@ -25,5 +34,7 @@ fn main() {
     match cli.command {
         Command::Bench => {}
         Command::Serve(args) => std::process::exit(serve::run(args)),
+        Command::Bench(args) => bench::exit_on_error(bench::run(&args)),
+        Command::BenchRun { workload } => bench::exit_on_error(bench::run_one(&workload)),
     }
 }

@@ -1,0 +1,372 @@
+//! `kinformer bench <group>`: runs the workloads of /work/shared/BENCHMARKS.md and prints their
+//! metrics.
+//!
+//! Every run of a workload happens in a fresh process: the parent re-executes its own binary as
+//! `kinformer bench-run <workload>` (a hidden subcommand), which runs the workload once and
+//! prints one JSON line `{"workload":"W1","metrics":{"adds_per_s":2450000.0,...}}`. The parent
+//! collects `--runs N` such lines per workload and prints, per metric, the median with the
+//! minimum and maximum:
+//!
+//! ```text
+//! W1  adds_per_s  2450000  1/s   (min 2310000 max 2600000)
+//! ```
+//!
+//! With `--json` it prints the runs' JSON lines instead. Fresh processes keep runs independent
+//! (allocator state, caches, peak RSS), which memory workloads need.
+//!
+//! # Adding a group
+//!
+//! 1. Write `bench/<group>.rs` with a `pub(super) const GROUP: Group` naming the group, its
+//!    workload ids in running order, and a `fn(&str) -> Result<Metrics, BenchError>` that runs
+//!    one workload (by id) in the current process and returns its metrics in display order.
+//!    Use exactly the metric names of BENCHMARKS.md; the unit column is derived from the name
+//!    (see [`unit_of`]).
+//! 2. Declare the module below and add its `GROUP` to [`GROUPS`]. `bench all` then includes
+//!    it, and `bench-run` finds its workloads by id.
+
+mod workqueue;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+
+/// The metrics of one run, in display order: `(name, value)`.
+pub(crate) type Metrics = Vec<(String, f64)>;
+
+/// A set of workloads run together by `kinformer bench <name>`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Group {
+    /// The group's name on the command line.
+    pub name: &'static str,
+    /// Workload ids, in running order.
+    pub workloads: &'static [&'static str],
+    /// Runs one workload of this group in the current process.
+    pub run: fn(&str) -> Result<Metrics, BenchError>,
+}
+
+/// Every group; `all` runs them in this order.
+const GROUPS: &[Group] = &[workqueue::GROUP];
+
+/// Errors of the bench command.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BenchError {
+    /// The group name is not known.
+    #[error("unknown bench group `{0}` (known: {1}, all)")]
+    UnknownGroup(String, String),
+    /// No group has a workload with this id.
+    #[error("unknown workload `{0}`")]
+    UnknownWorkload(String),
+    /// Starting or talking to the child process failed.
+    #[error("running the workload process: {0}")]
+    Io(#[from] std::io::Error),
+    /// The child process failed.
+    #[error("workload {workload} failed ({status})")]
+    ChildFailed {
+        /// The workload id.
+        workload: String,
+        /// How the child exited.
+        status: std::process::ExitStatus,
+    },
+    /// The child printed no parsable result line.
+    #[error("workload {workload} printed no result line: {reason}")]
+    BadOutput {
+        /// The workload id.
+        workload: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The workload itself failed.
+    #[error("workload {0} failed: {1}")]
+    Workload(&'static str, String),
+}
+
+/// Arguments of `kinformer bench`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BenchArgs {
+    /// The group to run: workqueue, or all.
+    group: String,
+    /// Runs per workload (each in a fresh process); the median is printed.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Print one JSON line per run instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Run only these workloads of the group (repeatable).
+    #[arg(long = "only")]
+    only: Vec<String>,
+}
+
+/// `kinformer bench`: runs every workload of the group `runs` times, each in a fresh process.
+pub(crate) fn run(args: &BenchArgs) -> Result<(), BenchError> {
+    let groups: Vec<&Group> = if args.group == "all" {
+        GROUPS.iter().collect()
+    } else {
+        let known = GROUPS.iter().map(|g| g.name).collect::<Vec<_>>().join(", ");
+        vec![
+            GROUPS
+                .iter()
+                .find(|g| g.name == args.group)
+                .ok_or_else(|| BenchError::UnknownGroup(args.group.clone(), known))?,
+        ]
+    };
+    let exe = std::env::current_exe()?;
+    let mut stdout = std::io::stdout().lock();
+    for group in groups {
+        for &workload in group.workloads {
+            if !args.only.is_empty() && !args.only.iter().any(|w| w == workload) {
+                continue;
+            }
+            let mut runs = Vec::new();
+            for i in 0..args.runs {
+                eprintln!("bench: {workload} run {}/{}", i + 1, args.runs);
+                let output = Command::new(&exe)
+                    .arg("bench-run")
+                    .arg(workload)
+                    .stdin(Stdio::null())
+                    .stderr(Stdio::inherit())
+                    .output()?;
+                if !output.status.success() {
+                    return Err(BenchError::ChildFailed {
+                        workload: workload.to_string(),
+                        status: output.status,
+                    });
+                }
+                let text = String::from_utf8_lossy(&output.stdout);
+                let line = text
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or_default();
+                let parsed = parse_line(line).map_err(|reason| BenchError::BadOutput {
+                    workload: workload.to_string(),
+                    reason,
+                })?;
+                if args.json {
+                    writeln!(stdout, "{}", line.trim())?;
+                    stdout.flush()?;
+                }
+                runs.push(parsed);
+            }
+            if !args.json {
+                write!(stdout, "{}", summarize(workload, &runs))?;
+                stdout.flush()?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `kinformer bench-run <workload>`: runs one workload here and prints its JSON line.
+pub(crate) fn run_one(workload: &str) -> Result<(), BenchError> {
+    let group = GROUPS
+        .iter()
+        .find(|g| g.workloads.contains(&workload))
+        .ok_or_else(|| BenchError::UnknownWorkload(workload.to_string()))?;
+    let metrics = (group.run)(workload)?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", json_line(workload, &metrics))?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Prints the error of a bench command and exits with status 1.
+pub(crate) fn exit_on_error(result: Result<(), BenchError>) {
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `{"workload":"W1","metrics":{"adds_per_s":2450000.0,...}}`, metrics in the given order.
+fn json_line(workload: &str, metrics: &Metrics) -> String {
+    let body = metrics
+        .iter()
+        .map(|(name, value)| {
+            let value = serde_json::Number::from_f64(*value)
+                .map_or_else(|| "null".to_string(), |n| format!("{n}"));
+            // Keep floats recognisable as floats, as the format shows (`2450000.0`).
+            let value = if value.contains(['.', 'e', 'E']) || value == "null" {
+                value
+            } else {
+                format!("{value}.0")
+            };
+            format!("{}:{value}", serde_json::Value::String(name.clone()))
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    format!(
+        "{{\"workload\":{},\"metrics\":{{{body}}}}}",
+        serde_json::Value::String(workload.to_string())
+    )
+}
+
+/// One run as printed by `bench-run`.
+#[derive(Debug, serde::Deserialize)]
+struct RunLine {
+    workload: String,
+    #[serde(deserialize_with = "ordered_metrics")]
+    metrics: Metrics,
+}
+
+/// Reads a JSON object of numbers keeping its key order (`null` becomes NaN).
+fn ordered_metrics<'de, D: Deserializer<'de>>(d: D) -> Result<Metrics, D::Error> {
+    struct Ordered;
+    impl<'de> Visitor<'de> for Ordered {
+        type Value = Metrics;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object of metric values")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Metrics, A::Error> {
+            let mut out = Vec::new();
+            while let Some((k, v)) = map.next_entry::<String, Option<f64>>()? {
+                out.push((k, v.unwrap_or(f64::NAN)));
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(Ordered)
+}
+
+fn parse_line(line: &str) -> Result<(String, Metrics), String> {
+    let run: RunLine = serde_json::from_str(line.trim()).map_err(|e| format!("{e}: {line:?}"))?;
+    Ok((run.workload, run.metrics))
+}
+
+/// The unit printed for a metric, derived from its name.
+pub(crate) fn unit_of(metric: &str) -> &'static str {
+    if metric.contains("ns_per") {
+        "ns"
+    } else if metric.ends_with("_ms") || metric.contains("_ms_") {
+        "ms"
+    } else if metric.starts_with("mb_per_s") {
+        "MB/s"
+    } else if metric.ends_with("_per_s") {
+        "1/s"
+    } else if metric.contains("bytes") {
+        "B"
+    } else if metric.ends_with("_mib") {
+        "MiB"
+    } else {
+        "count"
+    }
+}
+
+/// The median of `values` (mean of the middle two for an even count).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+fn fmt_value(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The table rows of one workload: one per metric, in the first run's order.
+fn summarize(workload: &str, runs: &[(String, Metrics)]) -> String {
+    let mut out = String::new();
+    let Some((_, first)) = runs.first() else {
+        return out;
+    };
+    for (name, _) in first {
+        let mut values: Vec<f64> = runs
+            .iter()
+            .filter_map(|(_, m)| m.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
+            .collect();
+        let med = median(&mut values);
+        let (min, max) = (values[0], values[values.len() - 1]);
+        out.push_str(&format!(
+            "{workload:<4} {name:<24} {:>12}  {:<6} (min {} max {})\n",
+            fmt_value(med),
+            unit_of(name),
+            fmt_value(min),
+            fmt_value(max),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_line_round_trips_in_order() {
+        let metrics = vec![
+            ("wall_ms".to_string(), 12.5),
+            ("adds_per_s".to_string(), 2_450_000.0),
+            ("gets".to_string(), 10_000.0),
+        ];
+        let line = json_line("W1", &metrics);
+        assert_eq!(
+            line,
+            r#"{"workload":"W1","metrics":{"wall_ms":12.5,"adds_per_s":2450000.0,"gets":10000.0}}"#
+        );
+        assert_eq!(parse_line(&line).unwrap(), ("W1".to_string(), metrics));
+    }
+
+    #[test]
+    fn summary_prints_median_min_max_with_units() {
+        let run = |v: f64| ("W1".to_string(), vec![("adds_per_s".to_string(), v)]);
+        let text = summarize(
+            "W1",
+            &[run(2_600_000.0), run(2_310_000.0), run(2_450_000.0)],
+        );
+        let fields: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(
+            fields,
+            [
+                "W1",
+                "adds_per_s",
+                "2450000",
+                "1/s",
+                "(min",
+                "2310000",
+                "max",
+                "2600000)"
+            ]
+        );
+    }
+
+    #[test]
+    fn units_follow_metric_names() {
+        assert_eq!(unit_of("ns_per_item"), "ns");
+        assert_eq!(unit_of("add_ns_per_op"), "ns");
+        assert_eq!(unit_of("p99_lateness_ms"), "ms");
+        assert_eq!(unit_of("adds_per_s"), "1/s");
+        assert_eq!(unit_of("mb_per_s"), "MB/s");
+        assert_eq!(unit_of("heap_bytes_per_obj_total"), "B");
+        assert_eq!(unit_of("peak_rss_mib"), "MiB");
+        assert_eq!(unit_of("gets"), "count");
+    }
+
+    #[test]
+    fn median_of_even_and_odd_counts() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+
+    #[test]
+    fn every_workload_id_belongs_to_one_group() {
+        let mut ids: Vec<&str> = GROUPS
+            .iter()
+            .flat_map(|g| g.workloads.iter().copied())
+            .collect();
+        let n = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), n);
+    }
+}
