@@ -15,8 +15,6 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the benchmark workloads.
-    Bench,
     /// Run the embedded Kubernetes API server.
     Serve(serve::ServeArgs),
     /// Run the benchmark workloads of a group (workqueue, all) and print their medians.
@@ -32,7 +30,6 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Command::Bench => {}
         Command::Serve(args) => std::process::exit(serve::run(args)),
         Command::Bench(args) => bench::exit_on_error(bench::run(&args)),
         Command::BenchRun { workload } => bench::exit_on_error(bench::run_one(&workload)),
