@@ -21,12 +21,7 @@ mod synctrack;
 pub use cache_sync::{HasSynced, SyncedFlag, wait_for_cache_sync, wait_for_named_cache_sync};
 pub use error::CacheError;
 pub use factory::{FactoryError, SharedInformerFactory};
-pub use fake_listwatch::{FakeListerWatcher, WatchStep};
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
-pub use listwatch::{
-    ApiStatus, Bookmark, DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList,
-    ResourceVersionMatch, Selectors, WatchEvent, WatchOptions, WatchStream,
-};
 mod delta;
 mod delta_fifo;
 mod index;
