@@ -24,7 +24,11 @@
 //! 2. Declare the module below and add its `GROUP` to [`GROUPS`]. `bench all` then includes
 //!    it, and `bench-run` finds its workloads by id.
 
+mod e1;
+mod informer;
 mod workqueue;
+
+pub(crate) use e1::serve_for_bench;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -46,7 +50,7 @@ pub(crate) struct Group {
 }
 
 /// Every group; `all` runs them in this order.
-const GROUPS: &[Group] = &[workqueue::GROUP];
+const GROUPS: &[Group] = &[workqueue::GROUP, e1::GROUP];
 
 /// Errors of the bench command.
 #[derive(Debug, thiserror::Error)]
@@ -84,7 +88,7 @@ pub(crate) enum BenchError {
 /// Arguments of `kinformer bench`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct BenchArgs {
-    /// The group to run: workqueue, or all.
+    /// The group to run: workqueue, informer, or all.
     group: String,
     /// Runs per workload (each in a fresh process); the median is printed.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
