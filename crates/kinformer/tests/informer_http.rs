@@ -109,11 +109,12 @@ async fn ten_thousand_pods_sync_over_http_by_watch_list_and_by_paged_list() {
         )
         .await
         .unwrap();
-        let st = tracker.state.lock();
-        assert_eq!((st.adds, st.initial_adds), (10_000, 10_000));
-        assert_eq!((st.updates, st.deletes, st.tombstones), (0, 0, 0));
-        assert!(st.violations.is_empty(), "{:?}", st.violations);
-        drop(st);
+        {
+            let st = tracker.state.lock();
+            assert_eq!((st.adds, st.initial_adds), (10_000, 10_000));
+            assert_eq!((st.updates, st.deletes, st.tombstones), (0, 0, 0));
+            assert!(st.violations.is_empty(), "{:?}", st.violations);
+        }
         eprintln!("watch_list={watch_list}: 10,000 pods synced in {synced:?}");
         stop(cancel, task).await;
     }
@@ -195,22 +196,23 @@ async fn creates_updates_and_deletes_reach_the_handler_in_order_per_key() {
     )
     .await
     .unwrap();
-    let st = tracker.state.lock();
-    assert!(st.violations.is_empty(), "{:?}", st.violations);
-    // Live deletes carry the deletion's version (> last seen) or the last one; normalise to
-    // compare the order only for deletes, exactly for the rest.
-    for (key, want) in &expected {
-        let got = st.log.get(key).cloned().unwrap_or_default();
-        assert_eq!(got.len(), want.len(), "{key}: {got:?} vs {want:?}");
-        for (g, w) in got.iter().zip(want) {
-            match (g, w) {
-                (Seen::Delete(_), Seen::Delete(_)) => {}
-                _ => assert_eq!(g, w, "{key}: {got:?} vs {want:?}"),
+    {
+        let st = tracker.state.lock();
+        assert!(st.violations.is_empty(), "{:?}", st.violations);
+        // Live deletes carry the deletion's version (> last seen) or the last one; normalise to
+        // compare the order only for deletes, exactly for the rest.
+        for (key, want) in &expected {
+            let got = st.log.get(key).cloned().unwrap_or_default();
+            assert_eq!(got.len(), want.len(), "{key}: {got:?} vs {want:?}");
+            for (g, w) in got.iter().zip(want) {
+                match (g, w) {
+                    (Seen::Delete(_), Seen::Delete(_)) => {}
+                    _ => assert_eq!(g, w, "{key}: {got:?} vs {want:?}"),
+                }
             }
         }
+        assert_eq!(st.tombstones, 0);
     }
-    assert_eq!(st.tombstones, 0);
-    drop(st);
     stop(cancel, task).await;
 }
 
@@ -333,7 +335,7 @@ async fn retry_after_on_a_throttled_watch_is_honoured_without_a_relist() {
     server.faults().close_all_watches();
     // Write only once the re-watch was throttled, so the old watch cannot deliver it.
     timeout(Duration::from_secs(10), async {
-        while server.faults().counts().get("429").is_none() {
+        while !server.faults().counts().contains_key("429") {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
     })
@@ -360,13 +362,14 @@ async fn retry_after_on_a_throttled_watch_is_honoured_without_a_relist() {
     let took = closed.elapsed();
     assert!(took >= Duration::from_millis(950), "{took:?}");
     assert_eq!(server.faults().counts().get("429"), Some(&1));
-    let st = tracker.state.lock();
-    // Initial adds, then exactly the one update: no relist replayed anything.
-    assert_eq!(
-        (st.adds, st.updates, st.deletes, st.tombstones),
-        (5, 1, 0, 0)
-    );
-    drop(st);
+    {
+        let st = tracker.state.lock();
+        // Initial adds, then exactly the one update: no relist replayed anything.
+        assert_eq!(
+            (st.adds, st.updates, st.deletes, st.tombstones),
+            (5, 1, 0, 0)
+        );
+    }
     assert!(errors.load(Ordering::Relaxed) >= 1);
     stop(cancel, task).await;
 }
