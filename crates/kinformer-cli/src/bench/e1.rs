@@ -62,9 +62,9 @@ const WRITTEN_AT: &str = "kinformer.bench/written-us";
 
 fn run(workload: &str) -> Result<Metrics, BenchError> {
     match workload {
-        "W6" => super::informer::run("W6")
-            .map(|rows| rows.into_iter().map(|(name, v, _)| (name, v)).collect())
-            .map_err(|e| BenchError::Workload("W6", e)),
+        w if super::informer::WORKLOADS.contains(&w) => {
+            super::rows_to_metrics(w, super::informer::run(w))
+        }
         "E1" => block_on("E1", e1(Peer::Kinformer)),
         "E1-kube-runtime" => block_on("E1-kube-runtime", e1(Peer::KubeRuntime)),
         "L0" => block_on("L0", l0()),

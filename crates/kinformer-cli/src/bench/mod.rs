@@ -1,5 +1,5 @@
-//! `kinformer bench <group>`: runs the workloads of /work/shared/BENCHMARKS.md and prints their
-//! metrics.
+//! `kinformer bench <group>`: runs the fixed benchmark workloads (W1–W6, E1, L0) and prints
+//! their metrics.
 //!
 //! Every run of a workload happens in a fresh process: the parent re-executes its own binary as
 //! `kinformer bench-run <workload>` (a hidden subcommand), which runs the workload once and
@@ -24,6 +24,8 @@
 //! 2. Declare the module below and add its `GROUP` to [`GROUPS`]. `bench all` then includes
 //!    it, and `bench-run` finds its workloads by id.
 
+pub(crate) mod alloc;
+mod cache;
 mod e1;
 mod informer;
 mod workqueue;
@@ -50,7 +52,38 @@ pub(crate) struct Group {
 }
 
 /// Every group; `all` runs them in this order.
-const GROUPS: &[Group] = &[workqueue::GROUP, e1::GROUP];
+const GROUPS: &[Group] = &[
+    workqueue::GROUP,
+    Group {
+        name: "cache",
+        workloads: cache::WORKLOADS,
+        run: |w| rows_to_metrics(w, cache::run(w)),
+    },
+    e1::GROUP,
+];
+
+/// Adapts a group that reports `(metric, value, unit)` rows; the unit column is derived from
+/// the metric name by [`unit_of`], so the unit given here is dropped.
+fn rows_to_metrics(
+    workload: &str,
+    rows: Result<Vec<(String, f64, String)>, String>,
+) -> Result<Metrics, BenchError> {
+    match rows {
+        Ok(rows) => Ok(rows
+            .into_iter()
+            .map(|(name, value, _)| (name, value))
+            .collect()),
+        Err(e) => Err(BenchError::Workload(
+            GROUPS
+                .iter()
+                .flat_map(|g| g.workloads.iter())
+                .find(|w| **w == workload)
+                .copied()
+                .unwrap_or("?"),
+            e,
+        )),
+    }
+}
 
 /// Errors of the bench command.
 #[derive(Debug, thiserror::Error)]
@@ -88,7 +121,7 @@ pub(crate) enum BenchError {
 /// Arguments of `kinformer bench`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct BenchArgs {
-    /// The group to run: workqueue, informer, or all.
+    /// The group to run: workqueue, cache, informer, or all.
     group: String,
     /// Runs per workload (each in a fresh process); the median is printed.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]

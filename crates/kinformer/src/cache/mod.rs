@@ -21,6 +21,7 @@ mod synctrack;
 pub use cache_sync::{HasSynced, SyncedFlag, wait_for_cache_sync, wait_for_named_cache_sync};
 pub use error::CacheError;
 pub use factory::{FactoryError, SharedInformerFactory};
+pub use fake_listwatch::{FakeListerWatcher, WatchStep};
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 mod delta;
 mod delta_fifo;
@@ -37,7 +38,6 @@ mod transform;
 
 pub use delta::{Delta, DeltaType};
 pub use delta_fifo::DeltaFifo;
-pub use fake_listwatch::{FakeListerWatcher, WatchStep};
 pub use index::{
     IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };

@@ -1,0 +1,676 @@
+//! `kinformer demo`: a real ReplicaSet controller converging while the API server misbehaves.
+//!
+//! 1. Start the embedded API server in this process (or use `--server`/`--kubeconfig`).
+//! 2. Create the workload: `--replicasets` ReplicaSets of 5–50 replicas, drawn from `--seed`.
+//! 3. Run the [controller] (shared informers, owner index, rate-limited queue, `--workers`
+//!    workers) and a stand-in [kubelet] until everything converges.
+//! 4. Chaos: scale, add and delete ReplicaSets and kill pods while the server injects faults
+//!    (watch drops, 410s, 429s, 500s, compactions, an outage).
+//! 5. Stop the faults, wait for convergence, then verify: every ReplicaSet has exactly its
+//!    replicas, ready and reported, and the informer caches equal the server's state.
+//!    Exit status 1 if not.
+
+mod backend;
+mod chaos;
+pub mod connect;
+// Shared with the `replicaset_controller` example, which uses a different subset of it.
+#[allow(dead_code, unused_imports)]
+pub mod controller;
+mod kubelet;
+mod metrics;
+mod progress;
+mod scenario;
+mod verify;
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use k8s_openapi::api::core::v1::Namespace;
+use kinformer::cache::SharedInformerFactory;
+use kinformer::leaderelection::{LeaderElectionConfig, LeaderElector, LeaseLock};
+use kinformer::workqueue::{
+    QueueConfig, RateLimitingQueue, WithMaxWait, default_controller_rate_limiter,
+};
+use kinformer_apiserver::{ApiServer, Fault, FaultRule, ServerConfig, Target};
+use kube::Api;
+use kube::api::PostParams;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use backend::Backend;
+use chaos::ChaosLevel;
+use connect::ConnectArgs;
+use controller::{ControllerStats, ReplicaSetController};
+use kubelet::Kubelet;
+use scenario::{Action, Scenario};
+use verify::Verification;
+
+/// Options of `kinformer demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Seed of the workload, the chaos schedule and the faults.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of ReplicaSets created at the start.
+    #[arg(long, default_value_t = 100)]
+    replicasets: usize,
+    /// Controller workers.
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// How badly the server misbehaves (faults need the embedded server).
+    #[arg(long, value_enum, default_value_t = ChaosLevel::High)]
+    chaos: ChaosLevel,
+    /// Length of the chaos phase, in seconds.
+    #[arg(long, default_value_t = 8.0)]
+    chaos_secs: f64,
+    /// Give up on convergence after this many seconds (per phase).
+    #[arg(long, default_value_t = 60.0)]
+    deadline_secs: f64,
+    /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9090) at /metrics.
+    #[arg(long)]
+    metrics_addr: Option<SocketAddr>,
+    /// Run the controller under leader election (a Lease); start two demos against one
+    /// `kinformer serve` and one leads while the other waits.
+    #[arg(long)]
+    leader_elect: bool,
+    /// Namespace of the workload on a remote server (the embedded one uses four).
+    #[arg(long, default_value = "kinformer-demo")]
+    namespace: String,
+    /// Print no progress line, only the summary.
+    #[arg(long)]
+    quiet: bool,
+    #[command(flatten)]
+    connect: ConnectArgs,
+}
+
+/// Runs the demo. Returns the process exit code (0: verified).
+pub fn run(args: DemoArgs) -> i32 {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    match rt.block_on(demo(args)) {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+/// Why the demo could not run at all.
+#[derive(Debug, thiserror::Error)]
+enum DemoError {
+    #[error(transparent)]
+    Server(#[from] kinformer_apiserver::ServerError),
+    #[error(transparent)]
+    Connect(#[from] connect::ConnectError),
+    #[error("cannot build a client: {0}")]
+    Client(#[from] kube::Error),
+    #[error(transparent)]
+    Controller(#[from] controller::ControllerError),
+    #[error(transparent)]
+    Informer(#[from] kinformer::cache::InformerError),
+    #[error(transparent)]
+    Backend(#[from] backend::BackendError),
+    #[error(transparent)]
+    LeaderElection(#[from] kinformer::leaderelection::LeaderElectionError),
+    #[error("metrics server: {0}")]
+    Metrics(std::io::Error),
+}
+
+/// Prints a line, clearing a progress line drawn in place.
+fn say(line: &str) {
+    if std::io::stdout().is_terminal() {
+        println!("\r{line}\x1b[K");
+    } else {
+        println!("{line}");
+    }
+}
+
+/// The longest a failed key waits before its next try.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(2);
+
+const EMBEDDED_NAMESPACES: [&str; 4] = ["demo-a", "demo-b", "demo-c", "demo-d"];
+
+async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
+    let started = Instant::now();
+    // The server: embedded unless one was named.
+    let remote = args.connect.config(false).await?;
+    let (backend, mut config, namespaces) = match remote {
+        Some(config) => {
+            let client = kube::Client::try_from(config.clone())?;
+            let ns = args.namespace.clone();
+            let api: Api<Namespace> = Api::all(client.clone());
+            let mut obj = Namespace::default();
+            obj.metadata.name = Some(ns.clone());
+            match api.create(&PostParams::default(), &obj).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.is_already_exists() => {}
+                Err(e) => tracing::warn!(error = %e, "could not create namespace {ns}"),
+            }
+            let backend = Backend::Remote {
+                client,
+                namespace: Some(ns.clone()),
+            };
+            (backend, config, vec![ns])
+        }
+        None => {
+            let server = ApiServer::start_with(ServerConfig {
+                seed: args.seed,
+                bookmark_interval: Duration::from_secs(1),
+                ..ServerConfig::default()
+            })
+            .await?;
+            let config = server.kube_config()?;
+            let ns = EMBEDDED_NAMESPACES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect();
+            (Backend::Embedded(server), config, ns)
+        }
+    };
+    let embedded = match &backend {
+        Backend::Embedded(s) => Some(s),
+        Backend::Remote { .. } => None,
+    };
+    let where_ = match embedded {
+        Some(s) => format!("embedded API server at {}", s.url()),
+        None => format!("{} (namespace {})", config.cluster_url, args.namespace),
+    };
+    // The controller's clients fail fast: retries belong to the reflector and the queue.
+    config.default_retry = false;
+    let client = kube::Client::try_from(config)?;
+
+    let chaos = if embedded.is_some() {
+        args.chaos
+    } else {
+        ChaosLevel::Off
+    };
+    let scenario = scenario::generate(
+        args.seed,
+        args.replicasets,
+        &namespaces,
+        Duration::from_secs_f64(args.chaos_secs.max(0.0)),
+        chaos.kills_pods() || (embedded.is_none() && args.chaos != ChaosLevel::Off),
+    );
+    let wanted: i32 = scenario.initial.iter().map(|r| r.replicas).sum();
+    say(&format!(
+        "kinformer demo: seed {}, {} ReplicaSets ({wanted} pods), {} workers, chaos {:?}, {where_}",
+        args.seed,
+        scenario.initial.len(),
+        args.workers,
+        args.chaos
+    ));
+    if embedded.is_none() && args.chaos != ChaosLevel::Off {
+        say("  (server faults need the embedded server: only the workload changes and pod kills)");
+    }
+
+    // Metrics.
+    let cancel = CancellationToken::new();
+    let (registry, provider, demo_metrics) = metrics::registry();
+    let queue_config = if args.metrics_addr.is_some() {
+        QueueConfig::named("replicasets", Arc::new(provider))
+    } else {
+        QueueConfig::default()
+    };
+
+    // Shared informers, the controller and the kubelet.
+    let mut factory = SharedInformerFactory::new(client.clone());
+    if embedded.is_none() {
+        factory = factory.with_namespace(args.namespace.clone());
+    }
+    // client-go's default controller limiter, with retries capped at MAX_RETRY_WAIT: under
+    // heavy chaos a key can fail a dozen times, and 5 ms * 2^12 is already 20 s.
+    let limiter = WithMaxWait::new(default_controller_rate_limiter(), MAX_RETRY_WAIT);
+    let queue = RateLimitingQueue::with_config(queue_config, limiter);
+    let controller = ReplicaSetController::new(&factory, client.clone(), queue)?;
+    let kubelet = if args.connect.is_cluster() {
+        None // a real cluster has kubelets
+    } else {
+        Some(Kubelet::new(controller.pods().clone(), client.clone())?)
+    };
+    if let Some(addr) = args.metrics_addr {
+        let bound = metrics::serve(addr, Arc::new(registry), cancel.clone())
+            .await
+            .map_err(DemoError::Metrics)?;
+        say(&format!("  metrics at http://{bound}/metrics"));
+    }
+
+    // The workload.
+    let t = Instant::now();
+    for rs in &scenario.initial {
+        backend.create_replicaset(&rs.to_replicaset()).await?;
+    }
+    say(&format!(
+        "created {} ReplicaSets in {:.0} ms",
+        scenario.initial.len(),
+        t.elapsed().as_secs_f64() * 1e3
+    ));
+
+    factory.start(&cancel);
+    let tasks = tokio_util::task::TaskTracker::new();
+    let leader = Arc::new(parking_lot::Mutex::new(String::new()));
+    if args.leader_elect {
+        let identity = format!(
+            "{}-{}",
+            std::env::var("HOSTNAME").unwrap_or_else(|_| "demo".into()),
+            std::process::id()
+        );
+        let lock_ns = namespaces
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "default".into());
+        let lock = LeaseLock::new(
+            client.clone(),
+            lock_ns,
+            "kinformer-demo-controller",
+            identity.clone(),
+        );
+        let mut le = LeaderElectionConfig::new(lock);
+        le.release_on_cancel = true;
+        le.name = "kinformer-demo".into();
+        let elector = LeaderElector::new(le)?;
+        let (c, cancel2, workers) = (controller.clone(), cancel.clone(), args.workers);
+        let mut states = elector.subscribe();
+        let leader2 = leader.clone();
+        tasks.spawn(async move {
+            loop {
+                let s = states.borrow_and_update().clone();
+                let who = s.leader.clone().unwrap_or_else(|| "nobody".into());
+                *leader2.lock() =
+                    format!(" | leader {who}{}", if s.leading { " (me)" } else { "" });
+                if states.changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        say(&format!(
+            "  leader election as {identity}: the controller runs only while leading"
+        ));
+        tasks.spawn(async move {
+            let r = elector
+                .run_while_leading(
+                    cancel2,
+                    |leading| async move { c.run(workers, leading).await },
+                )
+                .await;
+            if let Err(e) = r {
+                tracing::error!(error = %e, "leader election failed");
+            }
+        });
+    } else {
+        let (c, cancel2, workers) = (controller.clone(), cancel.clone(), args.workers);
+        tasks.spawn(async move { c.run(workers, cancel2).await });
+    }
+    if let Some(k) = &kubelet {
+        let (k, cancel2) = (k.clone(), cancel.clone());
+        tasks.spawn(async move { k.run(2, cancel2).await });
+    }
+    let phase = progress::Phase::default();
+    phase.set("initial");
+    let faults_handle = embedded.map(|s| s.faults().clone());
+    let sources = progress::Sources {
+        faults: Box::new({
+            let f = faults_handle.clone();
+            move || {
+                f.as_ref()
+                    .map(|f| f.counts().into_iter().collect())
+                    .unwrap_or_default()
+            }
+        }),
+        leader: Box::new({
+            let l = leader.clone();
+            move || l.lock().clone()
+        }),
+    };
+    let metrics_out = args.metrics_addr.map(|_| demo_metrics);
+    let progress_cancel = CancellationToken::new();
+    tasks.spawn(progress::run(
+        controller.clone(),
+        phase.clone(),
+        sources,
+        metrics_out,
+        args.quiet,
+        progress_cancel.clone(),
+    ));
+
+    let deadline = Duration::from_secs_f64(args.deadline_secs.max(1.0));
+    // Phase 1: the initial workload.
+    let t = Instant::now();
+    let initial = converge(&backend, &controller, deadline).await;
+    let initial_time = t.elapsed();
+    if initial.ok() {
+        say(&format!(
+            "initial convergence: {} ReplicaSets, {} pods in {:.2} s",
+            initial.replicasets,
+            initial.pods,
+            initial_time.as_secs_f64()
+        ));
+    } else {
+        say(&format!(
+            "initial convergence not reached in {:.0} s; continuing",
+            deadline.as_secs_f64()
+        ));
+    }
+
+    // Phase 2: chaos.
+    phase.set("chaos");
+    let t = Instant::now();
+    if let Some(f) = &faults_handle {
+        chaos::start(f, chaos, args.seed);
+    }
+    let done = run_chaos(
+        &backend,
+        &scenario,
+        chaos,
+        faults_handle.as_ref(),
+        args.seed,
+    )
+    .await;
+    if let Some(f) = &faults_handle {
+        chaos::stop(f);
+    }
+    let chaos_time = t.elapsed();
+    let fault_counts: BTreeMap<&str, u64> = faults_handle
+        .as_ref()
+        .map(|f| f.counts())
+        .unwrap_or_default();
+    say(&format!(
+        "chaos: {:.1} s, {} (faults: {})",
+        chaos_time.as_secs_f64(),
+        done.describe(),
+        if fault_counts.is_empty() {
+            "none".to_string()
+        } else {
+            fault_counts
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    ));
+
+    // Phase 3: converge and verify.
+    phase.set("settle");
+    let t = Instant::now();
+    let verification = converge(&backend, &controller, deadline).await;
+    let settle_time = t.elapsed();
+    progress_cancel.cancel();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+
+    let st = controller.stats();
+    let g = ControllerStats::get;
+    say(&format!(
+        "controller: {} syncs, {} retries ({} conflicts), {} pods created, {} deleted, {} status updates, {} events{}",
+        g(&st.syncs),
+        g(&st.requeues),
+        g(&st.conflicts),
+        g(&st.pods_created),
+        g(&st.pods_deleted),
+        g(&st.status_updates),
+        g(&st.events),
+        kubelet
+            .as_ref()
+            .map(|k| format!("; kubelet started {} pods", k.started()))
+            .unwrap_or_default(),
+    ));
+    say(&format!(
+        "informers: replicasets {} objects (version {}), pods {} objects (version {})",
+        controller.replicasets().get_indexer().len(),
+        controller.replicasets().last_sync_resource_version(),
+        controller.pods().get_indexer().len(),
+        controller.pods().last_sync_resource_version(),
+    ));
+    let ok = verification.ok();
+    if ok {
+        say(&format!(
+            "VERIFIED: {} ReplicaSets have exactly their replicas ({} pods, all ready, status reported); the informer caches equal the server's state",
+            verification.replicasets, verification.pods
+        ));
+        say(&format!(
+            "timings: initial convergence {:.2} s, chaos {:.1} s, convergence after chaos {:.2} s, total {:.1} s",
+            initial_time.as_secs_f64(),
+            chaos_time.as_secs_f64(),
+            settle_time.as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        ));
+    } else {
+        say(&format!(
+            "NOT VERIFIED after {:.0} s: {} problems, e.g.:",
+            settle_time.as_secs_f64(),
+            verification.problem_count
+        ));
+        for p in &verification.problems {
+            say(&format!("  - {p}"));
+        }
+    }
+    cancel.cancel();
+    tasks.close();
+    tasks.wait().await;
+    factory.shutdown().await;
+    Ok(ok)
+}
+
+/// Waits until the world verifies or `deadline` passes; returns the last verification.
+async fn converge(
+    backend: &Backend,
+    controller: &ReplicaSetController,
+    deadline: Duration,
+) -> Verification {
+    let until = Instant::now() + deadline;
+    loop {
+        // Cheap check on the caches first; the server is asked only when they look done.
+        let s = progress::snapshot(controller, 0);
+        let looks_done = s.converged == s.replicasets && controller.queue().is_empty();
+        if looks_done || Instant::now() >= until {
+            let v = check(backend, controller).await;
+            if v.ok() || Instant::now() >= until {
+                return v;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn check(backend: &Backend, controller: &ReplicaSetController) -> Verification {
+    let (rs, pods) = match (backend.replicasets().await, backend.pods().await) {
+        (Ok(rs), Ok(pods)) => (rs, pods),
+        (Err(e), _) | (_, Err(e)) => {
+            return Verification {
+                problems: vec![format!("cannot read the server's state: {e}")],
+                problem_count: 1,
+                ..Verification::default()
+            };
+        }
+    };
+    verify::verify(
+        &rs,
+        &pods,
+        &controller.replicasets().get_indexer().list(),
+        &controller.pods().get_indexer().list(),
+    )
+}
+
+/// What the chaos phase did.
+#[derive(Debug, Default)]
+struct ChaosDone {
+    scaled: usize,
+    added: usize,
+    deleted: usize,
+    killed: usize,
+    outages: usize,
+    compactions: usize,
+    watch_drops: usize,
+    failed: usize,
+}
+
+impl ChaosDone {
+    fn describe(&self) -> String {
+        format!(
+            "scaled {}, added {}, deleted {} ReplicaSets, killed {} pods, {} outage(s), {} compaction(s), {} times all watches dropped{}",
+            self.scaled,
+            self.added,
+            self.deleted,
+            self.killed,
+            self.outages,
+            self.compactions,
+            self.watch_drops,
+            if self.failed > 0 {
+                format!(", {} actions failed", self.failed)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// A server-side event of the chaos phase.
+#[derive(Debug, Clone, Copy)]
+enum ServerEvent {
+    /// Every request fails with 500 until the outage ends.
+    OutageStart,
+    /// Back to the level's random faults.
+    OutageEnd,
+    /// Compact the history and end every watch: the resumed watches get 410 Gone and relist.
+    Compact,
+    /// End every open watch: the reflectors resume from their last resourceVersion.
+    DropWatches,
+}
+
+impl ServerEvent {
+    fn apply(self, faults: &kinformer_apiserver::Faults, level: ChaosLevel, done: &mut ChaosDone) {
+        match self {
+            ServerEvent::OutageStart => {
+                done.outages += 1;
+                faults.add_rule(FaultRule::random(Fault::InternalError, 1.0).on(Target::Any));
+                faults.close_all_watches();
+            }
+            ServerEvent::OutageEnd => {
+                faults.clear();
+                for rule in level.rules() {
+                    faults.add_rule(rule);
+                }
+            }
+            ServerEvent::Compact => {
+                done.compactions += 1;
+                faults.inject(Fault::Compact);
+                faults.close_all_watches();
+            }
+            ServerEvent::DropWatches => {
+                done.watch_drops += 1;
+                faults.close_all_watches();
+            }
+        }
+    }
+}
+
+async fn run_chaos(
+    backend: &Backend,
+    scenario: &Scenario,
+    level: ChaosLevel,
+    faults: Option<&kinformer_apiserver::Faults>,
+    seed: u64,
+) -> ChaosDone {
+    let start = Instant::now();
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
+    let mut done = ChaosDone::default();
+    let span = scenario.chaos_duration;
+    // Server-side events: an outage half-way, compactions spread over the phase.
+    let mut server_events: Vec<(Duration, ServerEvent)> = Vec::new();
+    if faults.is_some() {
+        if let Some(d) = level.outage() {
+            server_events.push((span / 2, ServerEvent::OutageStart));
+            server_events.push((span / 2 + d, ServerEvent::OutageEnd));
+        }
+        let n = level.compactions();
+        for i in 0..n {
+            let at = span.mul_f64((i as f64 + 0.5) / n as f64);
+            server_events.push((at, ServerEvent::Compact));
+        }
+        let n = level.watch_drops();
+        for i in 0..n {
+            let at = span.mul_f64((i as f64 + 0.25) / n as f64);
+            server_events.push((at, ServerEvent::DropWatches));
+        }
+        server_events.sort_by_key(|(at, _)| *at);
+    }
+    let mut server_events = server_events.into_iter().peekable();
+    for step in &scenario.steps {
+        while let Some((at, _)) = server_events.peek()
+            && *at <= step.at
+        {
+            if let (Some((at, event)), Some(f)) = (server_events.next(), faults) {
+                tokio::time::sleep_until(start + at).await;
+                event.apply(f, level, &mut done);
+            }
+        }
+        tokio::time::sleep_until(start + step.at).await;
+        let r = match &step.action {
+            Action::Scale {
+                namespace,
+                name,
+                replicas,
+            } => {
+                done.scaled += 1;
+                backend.scale_replicaset(namespace, name, *replicas).await
+            }
+            Action::Add(plan) => {
+                done.added += 1;
+                backend.create_replicaset(&plan.to_replicaset()).await
+            }
+            Action::Delete { namespace, name } => {
+                done.deleted += 1;
+                backend.delete_replicaset(namespace, name).await
+            }
+            Action::KillPods(n) => match backend.pods().await {
+                Ok(pods) if !pods.is_empty() => {
+                    let mut r = Ok(());
+                    for _ in 0..*n {
+                        let p = &pods[rng.random_range(0..pods.len())];
+                        let (ns, name) = (
+                            p.metadata.namespace.as_deref().unwrap_or_default(),
+                            p.metadata.name.as_deref().unwrap_or_default(),
+                        );
+                        done.killed += 1;
+                        r = r.and(backend.delete_pod(ns, name).await);
+                    }
+                    r
+                }
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            },
+        };
+        if let Err(e) = r {
+            done.failed += 1;
+            tracing::warn!(error = %e, "chaos action failed");
+        }
+    }
+    for (at, event) in server_events {
+        if let Some(f) = faults {
+            tokio::time::sleep_until(start + at).await;
+            event.apply(f, level, &mut done);
+        }
+    }
+    tokio::time::sleep_until(start + span).await;
+    done
+}

@@ -1,0 +1,324 @@
+//! `kinformer watch RESOURCE`: mirror any resource into an informer and print its events as
+//! they arrive (`kubectl get -w` style, or JSON lines), with optional indexes and a periodic
+//! cache summary.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use kinformer::cache::{
+    DeletedObject, IndexFunc, Indexers, NAMESPACE_INDEX, ResourceEventHandler, Selectors,
+    SharedInformerFactory, label_index_func, namespace_index_func,
+};
+use kube::core::{ApiResource, DynamicObject};
+use kube::discovery::{Discovery, Scope};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::demo::connect::ConnectArgs;
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// One line per event: type, namespace/name, resourceVersion.
+    Text,
+    /// One JSON object per line: `{"type": ..., "object": ...}`.
+    Json,
+}
+
+/// Options of `kinformer watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The resource: plural, singular, kind or short name, optionally `plural.group`
+    /// (`pods`, `po`, `Deployment`, `deployments.apps`).
+    resource: String,
+    /// Only this namespace (default: all namespaces).
+    #[arg(long, short = 'n')]
+    namespace: Option<String>,
+    /// Label selector, e.g. `app=web`.
+    #[arg(long, short = 'l')]
+    selector: Option<String>,
+    /// Field selector, e.g. `metadata.name=web-0`.
+    #[arg(long)]
+    field_selector: Option<String>,
+    /// Indexes to keep and summarise: `namespace` or `label:KEY` (repeatable).
+    #[arg(long = "index")]
+    indexes: Vec<String>,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Text)]
+    output: Output,
+    /// Seconds between cache summaries on stderr (0: none).
+    #[arg(long, default_value_t = 10)]
+    summary_secs: u64,
+    /// Stop after this many seconds (default: until Ctrl-C).
+    #[arg(long)]
+    duration_secs: Option<f64>,
+    #[command(flatten)]
+    connect: ConnectArgs,
+}
+
+/// Why watching could not start.
+#[derive(Debug, thiserror::Error)]
+enum WatchError {
+    #[error(transparent)]
+    Connect(#[from] crate::demo::connect::ConnectError),
+    #[error("{0}")]
+    Kube(#[from] kube::Error),
+    #[error("unknown resource {0:?}")]
+    UnknownResource(String),
+    #[error("bad --index {0:?}: use `namespace` or `label:KEY`")]
+    BadIndex(String),
+    #[error(transparent)]
+    Factory(#[from] kinformer::cache::FactoryError),
+    #[error(transparent)]
+    Informer(#[from] kinformer::cache::InformerError),
+}
+
+/// Runs `kinformer watch`. Returns the exit code.
+pub fn run(args: WatchArgs) -> i32 {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    match rt.block_on(watch(args)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+/// Short names of common built-in resources (discovery does not return them).
+const SHORT_NAMES: &[(&str, &str)] = &[
+    ("po", "pods"),
+    ("svc", "services"),
+    ("cm", "configmaps"),
+    ("ns", "namespaces"),
+    ("no", "nodes"),
+    ("deploy", "deployments"),
+    ("rs", "replicasets"),
+    ("sts", "statefulsets"),
+    ("ds", "daemonsets"),
+    ("ep", "endpoints"),
+    ("sa", "serviceaccounts"),
+    ("ev", "events"),
+];
+
+/// Whether `name` designates the resource.
+fn matches(name: &str, ar: &ApiResource) -> bool {
+    let name = SHORT_NAMES
+        .iter()
+        .find(|(s, _)| *s == name)
+        .map_or(name, |(_, p)| *p);
+    if let Some((plural, group)) = name.split_once('.') {
+        return plural == ar.plural && group == ar.group;
+    }
+    name == ar.plural || name.eq_ignore_ascii_case(&ar.kind)
+}
+
+fn parse_index(spec: &str) -> Result<(String, IndexFunc<DynamicObject>), WatchError> {
+    if spec == NAMESPACE_INDEX {
+        return Ok((NAMESPACE_INDEX.to_owned(), namespace_index_func()));
+    }
+    match spec.strip_prefix("label:") {
+        Some(key) if !key.is_empty() => Ok((spec.to_owned(), label_index_func(key))),
+        _ => Err(WatchError::BadIndex(spec.to_owned())),
+    }
+}
+
+enum Event {
+    Added(Arc<DynamicObject>, bool),
+    Modified(Arc<DynamicObject>),
+    Deleted(Arc<DynamicObject>, bool),
+}
+
+struct Forward(mpsc::UnboundedSender<Event>);
+
+impl ResourceEventHandler<DynamicObject> for Forward {
+    fn on_add(&self, obj: &Arc<DynamicObject>, initial: bool) {
+        let _ = self.0.send(Event::Added(obj.clone(), initial));
+    }
+    fn on_update(&self, _old: &Arc<DynamicObject>, new: &Arc<DynamicObject>) {
+        let _ = self.0.send(Event::Modified(new.clone()));
+    }
+    fn on_delete(&self, obj: &DeletedObject<DynamicObject>) {
+        let _ = self
+            .0
+            .send(Event::Deleted(obj.object().clone(), obj.is_tombstone()));
+    }
+}
+
+fn print(event: &Event, output: Output) {
+    let (kind, obj, note) = match event {
+        Event::Added(o, true) => ("ADDED", o, " (initial list)"),
+        Event::Added(o, false) => ("ADDED", o, ""),
+        Event::Modified(o) => ("MODIFIED", o, ""),
+        Event::Deleted(o, true) => ("DELETED", o, " (missed; last known state)"),
+        Event::Deleted(o, false) => ("DELETED", o, ""),
+    };
+    let m = &obj.metadata;
+    match output {
+        Output::Text => println!(
+            "{kind:<9} {}{}  rv={}{note}",
+            m.namespace
+                .as_deref()
+                .map(|n| format!("{n}/"))
+                .unwrap_or_default(),
+            m.name.as_deref().unwrap_or_default(),
+            m.resource_version.as_deref().unwrap_or_default(),
+        ),
+        Output::Json => {
+            let line = serde_json::json!({"type": kind, "object": obj.as_ref()});
+            println!("{line}");
+        }
+    }
+}
+
+async fn watch(args: WatchArgs) -> Result<(), WatchError> {
+    let mut config = args
+        .connect
+        .config(true)
+        .await?
+        .ok_or_else(|| WatchError::UnknownResource(args.resource.clone()))?;
+    config.default_retry = false;
+    let client = kube::Client::try_from(config)?;
+    let discovery = Discovery::new(client.clone()).run().await?;
+    let (ar, caps) = discovery
+        .groups()
+        .flat_map(|g| g.recommended_resources())
+        .find(|(ar, _)| matches(&args.resource, ar))
+        .ok_or_else(|| WatchError::UnknownResource(args.resource.clone()))?;
+    let mut factory = SharedInformerFactory::new(client).with_selectors(Selectors {
+        label_selector: args.selector.clone(),
+        field_selector: args.field_selector.clone(),
+    });
+    if let (Some(ns), Scope::Namespaced) = (&args.namespace, &caps.scope) {
+        factory = factory.with_namespace(ns.clone());
+    }
+    let informer = factory.dynamic_informer(&ar)?;
+    let mut indexers = Indexers::new();
+    for spec in &args.indexes {
+        let (name, f) = parse_index(spec)?;
+        indexers.insert(name, f);
+    }
+    let index_names: Vec<String> = indexers.keys().cloned().collect();
+    informer.add_indexers(indexers)?;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    informer.add_event_handler(Forward(tx))?;
+
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    eprintln!(
+        "watching {} ({}/{}){}",
+        ar.plural,
+        if ar.group.is_empty() {
+            "core"
+        } else {
+            &ar.group
+        },
+        ar.version,
+        args.namespace
+            .as_deref()
+            .map(|n| format!(" in {n}"))
+            .unwrap_or_default()
+    );
+    let stop = {
+        let cancel = cancel.clone();
+        let duration = args.duration_secs;
+        async move {
+            match duration {
+                Some(s) => tokio::time::sleep(Duration::from_secs_f64(s.max(0.0))).await,
+                None => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+            cancel.cancel();
+        }
+    };
+    tokio::spawn(stop);
+    let period = Duration::from_secs(args.summary_secs.max(1));
+    let mut summary = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let mut events = 0u64;
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            e = rx.recv() => match e {
+                Some(e) => {
+                    events += 1;
+                    print(&e, args.output);
+                }
+                None => break,
+            },
+            _ = summary.tick(), if args.summary_secs > 0 => {
+                let cache = informer.get_indexer();
+                let mut line = format!(
+                    "cache: {} objects, {events} events, resourceVersion {}",
+                    cache.len(),
+                    informer.last_sync_resource_version()
+                );
+                for name in &index_names {
+                    let mut values: Vec<(usize, String)> = cache
+                        .list_index_func_values(name)
+                        .into_iter()
+                        .map(|v| (cache.index_keys(name, &v).map(|k| k.len()).unwrap_or(0), v))
+                        .collect();
+                    values.sort_by(|a, b| b.cmp(a));
+                    let top: Vec<String> = values.iter().take(5).map(|(n, v)| format!("{v}={n}")).collect();
+                    line.push_str(&format!("; {name}: {} values (top: {})", values.len(), top.join(", ")));
+                }
+                eprintln!("{line}");
+            }
+        }
+    }
+    factory.shutdown().await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_names() {
+        let ar = ApiResource {
+            group: "apps".into(),
+            version: "v1".into(),
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            plural: "deployments".into(),
+        };
+        for n in [
+            "deployments",
+            "deploy",
+            "Deployment",
+            "deployment",
+            "deployments.apps",
+        ] {
+            assert!(matches(n, &ar), "{n}");
+        }
+        for n in ["pods", "deployments.extensions", "dep"] {
+            assert!(!matches(n, &ar), "{n}");
+        }
+    }
+
+    #[test]
+    fn index_specs() {
+        assert_eq!(parse_index("namespace").unwrap().0, "namespace");
+        assert_eq!(parse_index("label:app").unwrap().0, "label:app");
+        assert!(parse_index("label:").is_err());
+        assert!(parse_index("owner").is_err());
+    }
+}
