@@ -22,13 +22,20 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the benchmark workloads of a group (workqueue, all) and print their medians.
+    /// Run the benchmark workloads of a group (workqueue, cache, informer, all) and print their medians.
     Bench(bench::BenchArgs),
     /// Run one benchmark workload in this process and print one JSON line (used by `bench`).
     #[command(hide = true)]
     BenchRun {
         /// The workload id, e.g. W1.
         workload: String,
+    },
+    /// Run the embedded API server for the HTTP bench workloads (commands on stdin).
+    #[command(hide = true)]
+    BenchServer {
+        /// Bench pods to seed.
+        #[arg(long, default_value_t = 100_000)]
+        pods: usize,
     },
     /// Run the embedded Kubernetes API server.
     Serve(serve::ServeArgs),
@@ -43,6 +50,7 @@ fn main() {
     match cli.command {
         Command::Bench(args) => bench::exit_on_error(bench::run(&args)),
         Command::BenchRun { workload } => bench::exit_on_error(bench::run_one(&workload)),
+        Command::BenchServer { pods } => std::process::exit(bench::serve_for_bench(pods)),
         Command::Serve(args) => std::process::exit(serve::run(args)),
         Command::Demo(args) => std::process::exit(demo::run(args)),
         Command::Watch(args) => std::process::exit(watch::run(args)),

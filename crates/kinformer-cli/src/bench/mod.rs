@@ -26,8 +26,11 @@
 
 pub(crate) mod alloc;
 mod cache;
+mod e1;
 mod informer;
 mod workqueue;
+
+pub(crate) use e1::serve_for_bench;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -56,11 +59,7 @@ const GROUPS: &[Group] = &[
         workloads: cache::WORKLOADS,
         run: |w| rows_to_metrics(w, cache::run(w)),
     },
-    Group {
-        name: "informer",
-        workloads: informer::WORKLOADS,
-        run: |w| rows_to_metrics(w, informer::run(w)),
-    },
+    e1::GROUP,
 ];
 
 /// Adapts a group that reports `(metric, value, unit)` rows; the unit column is derived from
@@ -122,7 +121,7 @@ pub(crate) enum BenchError {
 /// Arguments of `kinformer bench`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct BenchArgs {
-    /// The group to run: workqueue, or all.
+    /// The group to run: workqueue, cache, informer, or all.
     group: String,
     /// Runs per workload (each in a fresh process); the median is printed.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]

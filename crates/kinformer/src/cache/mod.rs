@@ -44,8 +44,8 @@ pub use index::{
     IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };
 pub use informer::{
-    InformerError, InformerOptions, InformerWatchErrorHandler, QueueKind, ReadOnlyIndexer,
-    SharedIndexInformer,
+    BackoffFactory, InformerError, InformerOptions, InformerWatchErrorHandler, QueueKind,
+    ReadOnlyIndexer, SharedIndexInformer,
 };
 pub use lister::{Lister, NamespaceLister};
 pub use listwatch::{

@@ -15,6 +15,6 @@ mod read_only;
 mod shared_index_informer;
 
 pub use error::InformerError;
-pub use options::{InformerOptions, QueueKind};
+pub use options::{BackoffFactory, InformerOptions, QueueKind};
 pub use read_only::ReadOnlyIndexer;
 pub use shared_index_informer::{InformerWatchErrorHandler, SharedIndexInformer};

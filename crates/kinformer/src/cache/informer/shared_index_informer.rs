@@ -454,6 +454,9 @@ where
         if let Some(h) = error_handler {
             reflector = reflector.with_watch_error_handler(move |e| h(e));
         }
+        if let Some(make) = &inner.options.backoff {
+            reflector = reflector.with_backoff_manager(make());
+        }
         let reflector = Arc::new(reflector);
         inner.state.lock().reflector = Some(Arc::clone(&reflector));
 

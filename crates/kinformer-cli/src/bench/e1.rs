@@ -1,0 +1,493 @@
+//! The `informer` bench group: W6 (in process, see [`super::informer`]), and over HTTP against
+//! the embedded API server running in its own process: E1 (kinformer's shared informer),
+//! E1-kube-runtime (kube-runtime's `watcher` + `reflector` on the same work) and L0 (the
+//! floor: decoding the served list with serde_json).
+//!
+//! # The server process
+//!
+//! Each run spawns `kinformer bench-server --pods 100000` (a hidden subcommand): it seeds
+//! 100,000 bench pods, prints `url <url>`, then obeys commands on its stdin: `update <n>`
+//! replaces pods `0..n` once each, in order, directly in the server's store (the same
+//! revisions and watch events as an HTTP write, without an HTTP client in the way), and prints
+//! `updated <n> <ms>`. It exits at the end of its stdin, i.e. when the bench process ends.
+//! The first round's objects are built before the server announces itself.
+//!
+//! Why in-store writes: 100,000 HTTP PUTs from one client run at a few thousand per second on
+//! this machine, so an HTTP writer would dominate. The in-store writer is faster (about
+//! 20,000–25,000 updates/s on a busy 2-core machine, each a full replace of the pod), but it
+//! is still what bounds `updates_per_s` (100,000 / time from the first write to the 100,000th
+//! update delivered): both peers keep pace with it (p50 delivery of a few ms), so that figure
+//! mostly measures the server, and the delivery percentiles are the discriminating ones.
+//! Every update carries its write time (`kinformer.bench/written-us`, wall clock in µs) in an
+//! annotation; the delivery time of an update is the handler's wall clock minus that stamp.
+//!
+//! # Timing
+//!
+//! - `synced_ms`: from starting the informer (kinformer: `run`; kube-runtime: polling the
+//!   reflector stream) to synced (kinformer: `has_synced`; kube-runtime: `InitDone`). The
+//!   list is paged by 500 in both (kinformer with watch-list off).
+//! - `peak_rss_mib`: VmHWM of the bench process (the informer's), not of the server. L0 also
+//!   reports it (not a BENCHMARKS.md metric): the fetched body plus the decoded pods.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures::TryStreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kinformer::cache::{HasSynced, InformerOptions, ResourceEventHandler, SharedIndexInformer};
+use kinformer::kube::KubeListerWatcher;
+use kinformer_apiserver::{ApiServer, ServerConfig, bench_pod_update, seed_bench_pods};
+use kube::{Api, Client};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::{BenchError, Group, Metrics};
+
+/// The `informer` group.
+pub(super) const GROUP: Group = Group {
+    name: "informer",
+    workloads: &["W6", "E1", "E1-kube-runtime", "L0"],
+    run,
+};
+
+/// Pods held by the server, and updates made.
+const PODS: usize = 100_000;
+
+/// The annotation carrying an update's write time.
+const WRITTEN_AT: &str = "kinformer.bench/written-us";
+
+fn run(workload: &str) -> Result<Metrics, BenchError> {
+    match workload {
+        w if super::informer::WORKLOADS.contains(&w) => {
+            super::rows_to_metrics(w, super::informer::run(w))
+        }
+        "E1" => block_on("E1", e1(Peer::Kinformer)),
+        "E1-kube-runtime" => block_on("E1-kube-runtime", e1(Peer::KubeRuntime)),
+        "L0" => block_on("L0", l0()),
+        other => Err(BenchError::UnknownWorkload(other.to_string())),
+    }
+}
+
+fn block_on(
+    id: &'static str,
+    f: impl Future<Output = Result<Metrics, String>>,
+) -> Result<Metrics, BenchError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| BenchError::Workload(id, format!("building the runtime: {e}")))?;
+    rt.block_on(f).map_err(|e| BenchError::Workload(id, e))
+}
+
+/// Which client follows the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    Kinformer,
+    KubeRuntime,
+}
+
+/// The server child process and its command pipe.
+struct ServerProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    url: String,
+}
+
+impl ServerProcess {
+    fn spawn(pods: usize) -> Result<Self, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
+        let mut child = Command::new(exe)
+            .args(["bench-server", "--pods", &pods.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("spawning the server: {e}"))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or("no server stdout")?;
+        let mut server = Self {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+            url: String::new(),
+        };
+        let line = server.read_line()?;
+        server.url = line
+            .strip_prefix("url ")
+            .ok_or_else(|| format!("unexpected server line {line:?}"))?
+            .trim()
+            .to_string();
+        Ok(server)
+    }
+
+    fn read_line(&mut self) -> Result<String, String> {
+        let mut line = String::new();
+        let n = self
+            .stdout
+            .read_line(&mut line)
+            .map_err(|e| format!("reading the server: {e}"))?;
+        if n == 0 {
+            return Err("the server process ended".into());
+        }
+        Ok(line)
+    }
+
+    fn command(&mut self, cmd: &str) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("server stdin closed")?;
+        writeln!(stdin, "{cmd}")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("writing to the server: {e}"))
+    }
+
+    fn client(&self) -> Result<Client, String> {
+        let uri = self
+            .url
+            .parse()
+            .map_err(|e| format!("server url {:?}: {e}", self.url))?;
+        Client::try_from(kube::Config::new(uri)).map_err(|e| format!("kube client: {e}"))
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // End of stdin ends the server; kill it in case it is stuck.
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `kinformer bench-server`: the server side of the E1 and L0 workloads (see the module
+/// documentation). Returns the process exit code.
+pub(crate) fn serve_for_bench(pods: usize) -> i32 {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    match rt.block_on(bench_server(pods)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: bench server: {e}");
+            1
+        }
+    }
+}
+
+async fn bench_server(pods: usize) -> Result<(), String> {
+    let mut config = ServerConfig::default();
+    // Room for every update in the history, so that a lagging watch is never expired.
+    config.store.max_events = 3 * pods.max(1);
+    let server = ApiServer::start_with(config)
+        .await
+        .map_err(|e| e.to_string())?;
+    seed_bench_pods(server.store(), pods).map_err(|e| e.to_string())?;
+    // The first round's objects are built before serving, so that writing them costs only
+    // the stamp and the store's own work.
+    let mut prebuilt: Vec<serde_json::Value> = (0..pods).map(|i| bench_pod_update(i, 1)).collect();
+    println!("url {}", server.url());
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    let store = server.store().clone();
+    // Commands arrive on stdin; read them on a blocking thread.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut counter = 0u64;
+    while let Some(line) = rx.recv().await {
+        let mut words = line.split_whitespace();
+        match (
+            words.next(),
+            words.next().and_then(|n| n.parse::<usize>().ok()),
+        ) {
+            (Some("update"), Some(n)) => {
+                let store = store.clone();
+                let start = Instant::now();
+                counter += 1;
+                let round = counter;
+                let mut objects = std::mem::take(&mut prebuilt);
+                if objects.is_empty() {
+                    objects = (0..pods).map(|i| bench_pod_update(i, round)).collect();
+                }
+                tokio::task::spawn_blocking(move || {
+                    for (i, mut pod) in objects.into_iter().enumerate().take(n) {
+                        pod["metadata"]["annotations"] =
+                            serde_json::json!({ WRITTEN_AT: now_us().to_string() });
+                        if let Err(e) = store.update("pods", "", pod) {
+                            eprintln!("bench server: update of pod-{i} failed: {e}");
+                        }
+                    }
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+                println!("updated {n} {}", start.elapsed().as_millis());
+                std::io::stdout().flush().map_err(|e| e.to_string())?;
+            }
+            _ => eprintln!("bench server: unknown command {line:?}"),
+        }
+    }
+    server.shutdown();
+    Ok(())
+}
+
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// Delivery bookkeeping shared by both peers.
+#[derive(Debug)]
+struct Progress {
+    adds: AtomicU64,
+    updates: AtomicU64,
+    /// Delivery delays of updates, in µs.
+    delays_us: Mutex<Vec<u64>>,
+    all_updates: Notify,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Self {
+            adds: AtomicU64::new(0),
+            updates: AtomicU64::new(0),
+            delays_us: Mutex::new(Vec::with_capacity(PODS)),
+            all_updates: Notify::new(),
+        }
+    }
+
+    fn update(&self, pod: &Pod) {
+        let written = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(WRITTEN_AT))
+            .and_then(|v| v.parse::<u64>().ok());
+        let Some(written) = written else { return };
+        self.delays_us.lock().push(now_us().saturating_sub(written));
+        if self.updates.fetch_add(1, Ordering::Relaxed) + 1 == PODS as u64 {
+            self.all_updates.notify_one();
+        }
+    }
+
+    /// p50 and p99 in ms.
+    fn percentiles(&self) -> (f64, f64) {
+        let mut d = self.delays_us.lock().clone();
+        d.sort_unstable();
+        let at = |q: f64| {
+            if d.is_empty() {
+                return f64::NAN;
+            }
+            let i = ((d.len() as f64 - 1.0) * q).round() as usize;
+            d[i.min(d.len() - 1)] as f64 / 1e3
+        };
+        (at(0.50), at(0.99))
+    }
+}
+
+struct Handler(Arc<Progress>);
+
+impl ResourceEventHandler<Pod> for Handler {
+    fn on_add(&self, _: &Arc<Pod>, _: bool) {
+        self.0.adds.fetch_add(1, Ordering::Relaxed);
+    }
+    fn on_update(&self, _: &Arc<Pod>, new: &Arc<Pod>) {
+        self.0.update(new);
+    }
+}
+
+async fn e1(peer: Peer) -> Result<Metrics, String> {
+    let mut server = ServerProcess::spawn(PODS)?;
+    let client = server.client()?;
+    let progress = Arc::new(Progress::new());
+    let cancel = CancellationToken::new();
+    let api = Api::<Pod>::all(client);
+    let started = Instant::now();
+    let (synced_ms, task) = match peer {
+        Peer::Kinformer => {
+            let informer = SharedIndexInformer::new(
+                KubeListerWatcher::new(api),
+                InformerOptions::new("pods")
+                    .with_watch_list(false)
+                    .with_page_size(500),
+            );
+            informer
+                .add_event_handler(Handler(Arc::clone(&progress)))
+                .map_err(|e| e.to_string())?;
+            let task = tokio::spawn({
+                let (informer, cancel) = (informer.clone(), cancel.clone());
+                async move {
+                    if let Err(e) = informer.run(cancel).await {
+                        eprintln!("E1: informer: {e}");
+                    }
+                }
+            });
+            tokio::time::timeout(Duration::from_secs(300), informer.wait_synced())
+                .await
+                .map_err(|_| "no sync within 300 s")?;
+            let synced_ms = started.elapsed().as_secs_f64() * 1e3;
+            let n = informer.get_indexer().len();
+            if n != PODS {
+                return Err(format!("synced with {n} pods, expected {PODS}"));
+            }
+            (synced_ms, task)
+        }
+        Peer::KubeRuntime => {
+            use kube::runtime::{reflector, watcher};
+            let (reader, writer) = reflector::store::<Pod>();
+            let synced = Arc::new(Notify::new());
+            let task = tokio::spawn({
+                let (progress, synced, cancel) =
+                    (Arc::clone(&progress), Arc::clone(&synced), cancel.clone());
+                async move {
+                    let stream = reflector(
+                        writer,
+                        watcher(api, watcher::Config::default().page_size(500)),
+                    );
+                    let mut stream = std::pin::pin!(stream);
+                    loop {
+                        let next = tokio::select! {
+                            () = cancel.cancelled() => break,
+                            next = stream.try_next() => next,
+                        };
+                        match next {
+                            Ok(Some(watcher::Event::InitDone)) => synced.notify_one(),
+                            Ok(Some(watcher::Event::InitApply(_))) => {
+                                progress.adds.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok(Some(watcher::Event::Apply(pod))) => progress.update(&pod),
+                            Ok(Some(_)) => {}
+                            Ok(None) => break,
+                            Err(e) => eprintln!("E1-kube-runtime: watcher: {e}"),
+                        }
+                    }
+                }
+            });
+            tokio::time::timeout(Duration::from_secs(300), synced.notified())
+                .await
+                .map_err(|_| "no sync within 300 s")?;
+            let synced_ms = started.elapsed().as_secs_f64() * 1e3;
+            let n = reader.state().len();
+            if n != PODS {
+                return Err(format!("synced with {n} pods, expected {PODS}"));
+            }
+            (synced_ms, task)
+        }
+    };
+
+    let all_updates = progress.all_updates.notified();
+    let write_start = Instant::now();
+    server.command(&format!("update {PODS}"))?;
+    tokio::time::timeout(Duration::from_secs(300), all_updates)
+        .await
+        .map_err(|_| {
+            format!(
+                "only {} of {PODS} updates within 300 s",
+                progress.updates.load(Ordering::Relaxed)
+            )
+        })?;
+    let updates_s = write_start.elapsed().as_secs_f64();
+    let writer = server.read_line()?;
+    if std::env::var_os("KINFORMER_BENCH_TRACE").is_some() {
+        eprintln!("E1 server: {}", writer.trim());
+    }
+    let (p50, p99) = progress.percentiles();
+    let peak = peak_rss_mib()?;
+    cancel.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(30), task).await;
+    Ok(vec![
+        ("synced_ms".into(), synced_ms),
+        ("updates_per_s".into(), PODS as f64 / updates_s),
+        ("p50_delivery_ms".into(), p50),
+        ("p99_delivery_ms".into(), p99),
+        ("peak_rss_mib".into(), peak),
+    ])
+}
+
+/// The items of a pod list, nothing else.
+#[derive(serde::Deserialize)]
+struct PodItems {
+    items: Vec<Pod>,
+}
+
+async fn l0() -> Result<Metrics, String> {
+    let server = ServerProcess::spawn(PODS)?;
+    let client = server.client()?;
+    let request = http::Request::get("/api/v1/pods")
+        .body(Vec::new())
+        .map_err(|e| e.to_string())?;
+    let body = client
+        .request_text(request)
+        .await
+        .map_err(|e| format!("listing pods: {e}"))?
+        .into_bytes();
+    drop(server);
+    let start = Instant::now();
+    let list: PodItems = serde_json::from_slice(&body).map_err(|e| format!("decoding: {e}"))?;
+    let secs = start.elapsed().as_secs_f64();
+    if list.items.len() != PODS {
+        return Err(format!(
+            "{} pods decoded, expected {PODS}",
+            list.items.len()
+        ));
+    }
+    let peak = peak_rss_mib()?;
+    drop(list);
+    Ok(vec![
+        ("decode_ms".into(), secs * 1e3),
+        ("mb_per_s".into(), body.len() as f64 / 1e6 / secs),
+        ("peak_rss_mib".into(), peak),
+    ])
+}
+
+/// Peak resident set size (VmHWM) of this process in MiB.
+fn peak_rss_mib() -> Result<f64, String> {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| format!("reading /proc/self/status: {e}"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kib| kib.parse::<f64>().ok())
+        .map(|kib| kib / 1024.0)
+        .ok_or_else(|| "no VmHWM in /proc/self/status".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_pick_the_nearest_rank() {
+        let p = Progress::new();
+        p.delays_us.lock().extend((1..=100).map(|ms| ms * 1000));
+        assert_eq!(p.percentiles(), (51.0, 99.0));
+    }
+
+    #[test]
+    fn updates_without_a_stamp_are_not_counted() {
+        let p = Progress::new();
+        p.update(&Pod::default());
+        assert_eq!(p.updates.load(Ordering::Relaxed), 0);
+        let mut pod = Pod::default();
+        pod.metadata.annotations = Some([(WRITTEN_AT.to_string(), now_us().to_string())].into());
+        p.update(&pod);
+        assert_eq!(p.updates.load(Ordering::Relaxed), 1);
+        assert!(p.percentiles().0 < 60_000.0);
+    }
+}
