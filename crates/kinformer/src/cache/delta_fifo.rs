@@ -78,7 +78,7 @@ fn dedup_deltas<K>(deltas: &mut Vec<Delta<K>>) {
     }
 }
 
-/// The legacy per-key delta queue; see the [module docs](self).
+/// The legacy per-key delta queue.
 ///
 /// ```
 /// use std::sync::Arc;

@@ -48,7 +48,7 @@ impl<K> State<K> {
     }
 }
 
-/// The in-order delta log; see the [module docs](self).
+/// The in-order delta log.
 ///
 /// ```
 /// use std::sync::Arc;
