@@ -1,16 +1,6 @@
 //! DeltaFIFO: per-key delta lists in a FIFO of keys (client-go's legacy informer queue).
 //!
-//! Properties:
-//! - A key holds one place in the queue while its deltas accumulate: a busy object cannot
-//!   starve others, and the consumer sees every delta of a key together, oldest first.
-//! - Only consecutive deletes are deduplicated (the last two, when both are `Deleted`).
-//! - `replace` queues `Replaced` for listed objects and tombstones for keys that vanished,
-//!   whether queued or only known to the consumer (the `known_objects` store).
-//! - `resync` queues `Sync` for known objects with nothing queued.
-//! - `has_synced` turns true once everything the first `replace` queued has been popped and
-//!   processed.
-//! - A transformer runs once per object on add/update/delete/replace, never on tombstones or
-//!   resyncs; it runs before the queue's lock is taken.
+//! Its properties and invariants are documented on [`DeltaFifo`].
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -79,6 +69,20 @@ fn dedup_deltas<K>(deltas: &mut Vec<Delta<K>>) {
 }
 
 /// The legacy per-key delta queue.
+///
+/// # Properties
+///
+/// - A key holds one place in the queue while its deltas accumulate: a busy object cannot
+///   starve others, and the consumer sees every delta of a key together, oldest first.
+/// - Only consecutive deletes are deduplicated (the last two, when both are `Deleted`).
+/// - `replace` queues `Replaced` for listed objects and tombstones for keys that vanished,
+///   whether queued or only known to the consumer (the `known_objects` store).
+/// - `resync` queues `Sync` for known objects with nothing queued.
+/// - `has_synced` turns true once everything the first `replace` queued has been popped and
+///   processed.
+/// - A transformer runs once per object on add/update/delete/replace, never on tombstones or
+///   resyncs; it runs before the queue's lock is taken.
+///
 ///
 /// ```
 /// use std::sync::Arc;

@@ -1,16 +1,6 @@
 //! RealFIFO: an in-order log of single deltas (client-go's current informer queue).
 //!
-//! Properties:
-//! - Deltas are delivered exactly in arrival order; nothing is merged or deduplicated.
-//! - Atomic mode (the default): a relist appends one `ReplacedAll { resource_version,
-//!   objects }` and a resync one `SyncAll`; the consumer reconciles them against its store.
-//!   Non-atomic mode appends per-object `Replaced` deltas, tombstones for vanished keys and
-//!   per-object `Sync` deltas, as DeltaFIFO does.
-//! - Bookmarks are appended as `Bookmark` deltas when enabled.
-//! - A pop takes up to `max_batch` (default 1000) consecutive deltas with distinct keys; a
-//!   `ReplacedAll`, `SyncAll` or `Bookmark` is always popped alone.
-//! - `has_synced` turns true once everything queued up to the first `replace` has been popped
-//!   and processed; a batch never straddles that boundary.
+//! Its properties and invariants are documented on [`RealFifo`].
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -49,6 +39,20 @@ impl<K> State<K> {
 }
 
 /// The in-order delta log.
+///
+/// # Properties
+///
+/// - Deltas are delivered exactly in arrival order; nothing is merged or deduplicated.
+/// - Atomic mode (the default): a relist appends one `ReplacedAll { resource_version,
+///   objects }` and a resync one `SyncAll`; the consumer reconciles them against its store.
+///   Non-atomic mode appends per-object `Replaced` deltas, tombstones for vanished keys and
+///   per-object `Sync` deltas, as DeltaFIFO does.
+/// - Bookmarks are appended as `Bookmark` deltas when enabled.
+/// - A pop takes up to `max_batch` (default 1000) consecutive deltas with distinct keys; a
+///   `ReplacedAll`, `SyncAll` or `Bookmark` is always popped alone.
+/// - `has_synced` turns true once everything queued up to the first `replace` has been popped
+///   and processed; a batch never straddles that boundary.
+///
 ///
 /// ```
 /// use std::sync::Arc;

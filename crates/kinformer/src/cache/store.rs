@@ -1,24 +1,6 @@
 //! The thread-safe indexed store: client-go's `Indexer` (`cache` over `threadSafeMap`).
 //!
-//! Properties:
-//! - Readers (`get`, `list`, `by_index`, …) take a shared lock for as long as it takes to copy
-//!   out `Arc`s; they never wait for user code (nor, in compact mode, for decoding).
-//! - No user code (index functions, the transform) runs under the state lock: a write computes
-//!   the key, the transform and all index values first, then takes the write lock only to swap
-//!   map entries.
-//! - Writers are serialised by a separate writer mutex (taken before the state lock), so the
-//!   old object a write reads is still current when it applies — lock order: `writer` → `state`.
-//! - Index values whose key set becomes empty are removed; `replace` rebuilds everything.
-//! - Memory: per object, one key string shared (reference-counted) by the item map and every
-//!   index entry; index entries keep the stored object (an `Arc`) next to the key, so
-//!   `by_index` reads objects without a second lookup (8 bytes per entry, measured ≈ 140 bytes
-//!   per object for two indices in the W4 workload, excluding the objects themselves).
-//!
-//! Two storage modes, chosen at construction:
-//! - typed ([`Indexer::new`]): objects kept as `Arc<K>`;
-//! - compact ([`Indexer::compact`]): objects kept encoded (see [`super::compact`]), index values
-//!   computed once from the decoded object on write, reads decode on demand. A compact entry is
-//!   an `Arc<[u8]>` (16 bytes per reference).
+//! Its properties and invariants are documented on [`Indexer`].
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -330,6 +312,27 @@ impl<K> PreviousItems<K> {
 }
 
 /// A thread-safe, indexed object cache keyed by `namespace/name`: client-go's `Indexer`.
+///
+/// # Properties
+///
+/// - Readers (`get`, `list`, `by_index`, …) take a shared lock for as long as it takes to copy
+///   out `Arc`s; they never wait for user code (nor, in compact mode, for decoding).
+/// - No user code (index functions, the transform) runs under the state lock: a write computes
+///   the key, the transform and all index values first, then takes the write lock only to swap
+///   map entries.
+/// - Writers are serialised by a separate writer mutex (taken before the state lock), so the
+///   old object a write reads is still current when it applies — lock order: `writer` → `state`.
+/// - Index values whose key set becomes empty are removed; `replace` rebuilds everything.
+/// - Memory: per object, one key string shared (reference-counted) by the item map and every
+///   index entry; index entries keep the stored object (an `Arc`) next to the key, so
+///   `by_index` reads objects without a second lookup (8 bytes per entry, measured ≈ 140 bytes
+///   per object for two indices in the W4 workload, excluding the objects themselves).
+///
+/// Two storage modes, chosen at construction:
+/// - typed ([`Indexer::new`]): objects kept as `Arc<K>`;
+/// - compact ([`Indexer::compact`]): objects kept encoded (`CompactOptions`), index values
+///   computed once from the decoded object on write, reads decode on demand. A compact entry is
+///   an `Arc<[u8]>` (16 bytes per reference).
 ///
 /// Share it with `Arc<Indexer<K>>`; all methods take `&self`. Built typed with
 /// [`new`](Self::new) or compact with [`compact`](Self::compact); both modes have the same API
