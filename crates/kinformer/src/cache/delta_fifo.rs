@@ -83,7 +83,6 @@ fn dedup_deltas<K>(deltas: &mut Vec<Delta<K>>) {
 /// - A transformer runs once per object on add/update/delete/replace, never on tombstones or
 ///   resyncs; it runs before the queue's lock is taken.
 ///
-///
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::Pod;

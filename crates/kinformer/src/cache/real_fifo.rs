@@ -53,7 +53,6 @@ impl<K> State<K> {
 /// - `has_synced` turns true once everything queued up to the first `replace` has been popped
 ///   and processed; a batch never straddles that boundary.
 ///
-///
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::Pod;
