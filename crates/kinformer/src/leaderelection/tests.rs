@@ -295,10 +295,11 @@ async fn another_candidate_takes_over_a_lease_duration_after_the_leader_stops_re
     let new = one_leader(&c).await;
     let waited = stopped_at.elapsed();
     assert_ne!(new, old);
-    // The others last saw a renewal at most one retry period before the stop, and take over
-    // one lease duration after that, at their next (jittered) attempt.
+    // The last renewal came at most one retry period before the stop. A candidate notices it
+    // at its next (jittered) attempt, which may fall after the stop, and takes over one lease
+    // duration after noticing it, again at its next attempt.
     assert!(waited >= LEASE - RETRY, "took over after {waited:?}");
-    assert!(waited <= LEASE + MAX_RETRY, "took over after {waited:?}");
+    assert!(waited <= LEASE + 2 * MAX_RETRY, "took over after {waited:?}");
     let (record, _) = c[new].lock.snapshot().unwrap();
     assert_eq!(record.holder_identity, format!("c{new}"));
     assert_eq!(record.leader_transitions, 1);
