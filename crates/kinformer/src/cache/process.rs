@@ -106,7 +106,7 @@ fn apply_one<K: Resource>(
             for o in &objects {
                 keys.push(meta_namespace_key(o.as_ref())?);
             }
-            let mut old = indexer.replace_take_old(objects, "")?;
+            let (mut old, stored) = indexer.replace_returning_stored(objects)?;
             let listed: HashSet<&str> = keys.iter().map(|k| k.as_str()).collect();
             let vanished: Vec<ObjectKey> = old
                 .keys()
@@ -119,11 +119,16 @@ fn apply_one<K: Resource>(
                     handler(Notification::Delete(DeletedObject::Tombstone(tomb)));
                 }
             }
-            for key in keys {
-                let Some(new) = indexer.get_by_key(key.as_str()) else {
-                    continue;
+            // The objects as stored, not re-read: in compact mode a read would decode a copy.
+            // (With a key listed twice, "unchanged" describes only the later object.)
+            let duplicates = listed.len() != keys.len();
+            for (key, new) in keys.iter().zip(stored) {
+                let prev = if duplicates {
+                    old.get_owned(key.as_str())
+                } else {
+                    old.old_for(key.as_str(), &new)
                 };
-                handler(match old.get_owned(key.as_str()) {
+                handler(match prev {
                     Some(prev) => Notification::Update { old: prev, new },
                     None => Notification::Add {
                         obj: new,

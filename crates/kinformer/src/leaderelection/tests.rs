@@ -299,7 +299,10 @@ async fn another_candidate_takes_over_a_lease_duration_after_the_leader_stops_re
     // at its next (jittered) attempt, which may fall after the stop, and takes over one lease
     // duration after noticing it, again at its next attempt.
     assert!(waited >= LEASE - RETRY, "took over after {waited:?}");
-    assert!(waited <= LEASE + 2 * MAX_RETRY, "took over after {waited:?}");
+    assert!(
+        waited <= LEASE + 2 * MAX_RETRY,
+        "took over after {waited:?}"
+    );
     let (record, _) = c[new].lock.snapshot().unwrap();
     assert_eq!(record.holder_identity, format!("c{new}"));
     assert_eq!(record.leader_transitions, 1);

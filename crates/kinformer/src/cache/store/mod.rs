@@ -3,7 +3,7 @@
 //! Its properties and invariants are documented on [`Indexer`].
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use kube_core::Resource;
 use parking_lot::{Mutex, RwLock};
@@ -14,6 +14,12 @@ use super::compact::{Blob, CodecError, CompactOptions, ObjectCodec, TypedCodec};
 use super::index::{FastMap, FastState, Index, IndexFunc, IndexFuncError, IndexValues, Indexers};
 use super::transform::TransformFunc;
 use super::{KeyError, ObjectKey, meta_namespace_key};
+
+mod previous;
+mod relist;
+
+pub use previous::PreviousItems;
+use previous::{OldBlobs, Previous};
 
 /// An error from the [`Indexer`]. None is retryable: they describe bad objects or misuse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -182,32 +188,6 @@ pub struct Upserted<K> {
     pub new: Arc<K>,
 }
 
-enum Previous<K> {
-    Typed(FastMap<ObjectKey, Arc<K>>),
-    Compact {
-        map: FastMap<ObjectKey, Blob>,
-        codec: Arc<dyn ObjectCodec<K>>,
-        /// Filled by the first [`PreviousItems::get`]: every object decoded.
-        decoded: OnceLock<FastMap<ObjectKey, Arc<K>>>,
-    },
-}
-
-/// The content an indexer held before a [`Indexer::replace_take_old`].
-///
-/// In compact mode the objects stay encoded and are decoded when asked for:
-/// [`get_owned`](Self::get_owned) and [`remove`](Self::remove) decode one object;
-/// [`get`](Self::get), which returns a reference, decodes *all* of them on first use (prefer
-/// `get_owned`).
-pub struct PreviousItems<K>(Previous<K>);
-
-impl<K> fmt::Debug for PreviousItems<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PreviousItems")
-            .field("len", &self.len())
-            .finish()
-    }
-}
-
 fn decode_arc<K>(
     codec: &dyn ObjectCodec<K>,
     key: &str,
@@ -227,90 +207,6 @@ fn log_decode_error(e: &IndexerError) {
     tracing::error!(error = %e, "compact indexer: stored object skipped");
 }
 
-impl<K> PreviousItems<K> {
-    /// The object that was stored under `key` (see the type's note on compact mode).
-    pub fn get(&self, key: &str) -> Option<&Arc<K>> {
-        match &self.0 {
-            Previous::Typed(m) => m.get(key),
-            Previous::Compact {
-                map,
-                codec,
-                decoded,
-            } => decoded
-                .get_or_init(|| {
-                    map.iter()
-                        .filter_map(|(k, b)| match decode_arc(codec.as_ref(), k.as_str(), b) {
-                            Ok(o) => Some((k.clone(), o)),
-                            Err(e) => {
-                                log_decode_error(&e);
-                                None
-                            }
-                        })
-                        .collect()
-                })
-                .get(key),
-        }
-    }
-
-    /// The object that was stored under `key`, decoded on demand in compact mode.
-    ///
-    /// # Errors
-    /// [`IndexerError::Decode`] if its stored bytes cannot be decoded.
-    pub fn try_get(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
-        match &self.0 {
-            Previous::Typed(m) => Ok(m.get(key).cloned()),
-            Previous::Compact { map, codec, .. } => map
-                .get(key)
-                .map(|b| decode_arc(codec.as_ref(), key, b))
-                .transpose(),
-        }
-    }
-
-    /// As [`try_get`](Self::try_get); an undecodable object is logged and reported absent.
-    pub fn get_owned(&self, key: &str) -> Option<Arc<K>> {
-        self.try_get(key).unwrap_or_else(|e| {
-            log_decode_error(&e);
-            None
-        })
-    }
-
-    /// Takes the object that was stored under `key` (an undecodable object is logged and
-    /// reported absent).
-    pub fn remove(&mut self, key: &str) -> Option<Arc<K>> {
-        match &mut self.0 {
-            Previous::Typed(m) => m.remove(key),
-            Previous::Compact { map, codec, .. } => {
-                let blob = map.remove(key)?;
-                decode_arc(codec.as_ref(), key, &blob)
-                    .map_err(|e| log_decode_error(&e))
-                    .ok()
-            }
-        }
-    }
-
-    /// The keys, in no particular order.
-    pub fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
-        let it: Box<dyn Iterator<Item = &ObjectKey> + '_> = match &self.0 {
-            Previous::Typed(m) => Box::new(m.keys()),
-            Previous::Compact { map, .. } => Box::new(map.keys()),
-        };
-        it
-    }
-
-    /// Number of objects.
-    pub fn len(&self) -> usize {
-        match &self.0 {
-            Previous::Typed(m) => m.len(),
-            Previous::Compact { map, .. } => map.len(),
-        }
-    }
-
-    /// True if the indexer was empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// A thread-safe, indexed object cache keyed by `namespace/name`: client-go's `Indexer`.
 ///
 /// # Properties
@@ -322,7 +218,10 @@ impl<K> PreviousItems<K> {
 ///   map entries.
 /// - Writers are serialised by a separate writer mutex (taken before the state lock), so the
 ///   old object a write reads is still current when it applies — lock order: `writer` → `state`.
-/// - Index values whose key set becomes empty are removed; `replace` rebuilds everything.
+/// - Index values whose key set becomes empty are removed.
+/// - `replace` is atomic: readers see the old content or the new one, never a mix. Typed mode
+///   builds new tables and swaps them in; compact mode stages the differences without the
+///   lock and applies them under it, so a relist holds only the changed objects twice.
 /// - Memory: per object, one key string shared (reference-counted) by the item map and every
 ///   index entry; index entries keep the stored object (an `Arc`) next to the key, so
 ///   `by_index` reads objects without a second lookup (8 bytes per entry, measured ≈ 140 bytes
@@ -814,8 +713,8 @@ impl<K: Resource> Indexer<K> {
         self.len() == 0
     }
 
-    /// Replaces the whole content with `objs` and rebuilds every index. `resource_version` is
-    /// accepted for symmetry with client-go and ignored.
+    /// Replaces the whole content with `objs` (atomically) and updates every index.
+    /// `resource_version` is accepted for symmetry with client-go and ignored.
     ///
     /// # Errors
     /// A key or index function error for any object (in compact mode also an encode error);
@@ -834,34 +733,50 @@ impl<K: Resource> Indexer<K> {
         objs: Vec<Arc<K>>,
         _resource_version: &str,
     ) -> Result<PreviousItems<K>, IndexerError> {
+        self.replace_inner(objs, false).map(|(old, _)| old)
+    }
+
+    /// As [`replace_take_old`](Self::replace_take_old), also returning the objects as stored
+    /// (after the transform), in list order: what an informer hands its handlers. In compact
+    /// mode these are the given objects, not decoded copies.
+    pub(crate) fn replace_returning_stored(
+        &self,
+        objs: Vec<Arc<K>>,
+    ) -> Result<(PreviousItems<K>, Vec<Arc<K>>), IndexerError> {
+        self.replace_inner(objs, true)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn replace_inner(
+        &self,
+        objs: Vec<Arc<K>>,
+        keep: bool,
+    ) -> Result<(PreviousItems<K>, Vec<Arc<K>>), IndexerError> {
         let _w = self.writer.lock();
         let funcs = Arc::clone(&self.state.read().indexers);
         if let Some(codec) = &self.codec {
             if !codec.core().wants_training(objs.len()) {
-                match self.replace_compact_in_place(codec, &funcs, &objs) {
+                match self.replace_compact_staged(codec, &funcs, &objs, keep) {
                     Err(e @ IndexerError::Decode { .. }) => {
                         // A stored object is undecodable, so its index entries cannot be
                         // found by value: rebuild everything from the list instead.
                         tracing::warn!(error = %e, "compact indexer: replace rebuilds the indices");
                     }
-                    // Most objects changed: a rebuild needs less memory than change records.
                     Ok(None) => {}
-                    Ok(Some(old)) => return Ok(old),
+                    Ok(Some(done)) => return Ok(done),
                     Err(e) => return Err(e),
                 }
             }
-            let tables = self.build_compact(codec, &funcs, objs)?;
+            let mut stored = Vec::with_capacity(if keep { objs.len() } else { 0 });
+            let tables = self.build_compact(codec, &funcs, objs, keep.then_some(&mut stored))?;
             let mut s = self.state.write();
             let old = std::mem::replace(&mut s.compact, tables);
             drop(s);
             let Tables { items, indices } = old;
             drop(indices);
-            return Ok(PreviousItems(Previous::Compact {
-                map: items,
-                codec: Arc::clone(codec),
-                decoded: OnceLock::new(),
-            }));
+            return Ok((PreviousItems::compact(OldBlobs::Map(items), codec), stored));
         }
+        let mut stored = Vec::with_capacity(if keep { objs.len() } else { 0 });
         let mut tables: Tables<Arc<K>> = Tables::new(funcs.len(), objs.len());
         for obj in objs {
             let (key, obj) = self.prepare(obj)?;
@@ -873,114 +788,16 @@ impl<K: Resource> Indexer<K> {
                 tables.take(&key, &prev, &prev_vals);
             }
             tables.put(&key, &obj, None, &mut vals);
+            if keep {
+                stored.push(obj);
+            }
         }
         let mut s = self.state.write();
         let old = std::mem::replace(&mut s.typed, tables);
         drop(s);
         let Tables { items, indices } = old;
         drop(indices);
-        Ok(PreviousItems(Previous::Typed(items)))
-    }
-
-    /// Compact mode, once the dictionary question is settled: replaces by difference, so a
-    /// relist does not build a second set of indices. Every object is encoded and compared
-    /// with the stored bytes; only changed, new and vanished objects get index work, all of it
-    /// computed before the write lock, which then applies it and swaps the item map.
-    /// `None` (nothing changed) when more than half of the list changed: a rebuild is then
-    /// the leaner way.
-    fn replace_compact_in_place(
-        &self,
-        codec: &Arc<dyn ObjectCodec<K>>,
-        funcs: &[(String, IndexFunc<K>)],
-        objs: &[Arc<K>],
-    ) -> Result<Option<PreviousItems<K>>, IndexerError> {
-        /// One key's index change: from the stored object's values to the new one's.
-        struct Change {
-            key: ObjectKey,
-            /// The new blob, or `None` for a vanished key (then `old` is set).
-            new: Option<(Blob, IndexValues)>,
-            old: Option<(Blob, IndexValues)>,
-        }
-        let old_values = |key: &ObjectKey, blob: &Blob| -> Result<IndexValues, IndexerError> {
-            let obj = decode_arc(codec.as_ref(), key.as_str(), blob)?;
-            compute_values(funcs, key, &obj)
-        };
-        let mut items: FastMap<ObjectKey, Blob> =
-            FastMap::with_capacity_and_hasher(objs.len(), FastState::default());
-        let mut changes: Vec<Change> = Vec::new();
-        for obj in objs {
-            let (key, obj) = self.prepare(Arc::clone(obj))?;
-            let blob = Self::encode(codec.as_ref(), &key, &obj)?;
-            let stored = self.state.read().compact.items.get(key.as_str()).cloned();
-            if items.contains_key(key.as_str()) {
-                // Duplicate key in the list: the later object wins; forget the earlier change.
-                changes.retain(|c| c.key != key);
-            }
-            match stored {
-                Some(s) if *s == *blob => {
-                    // Unchanged: share the stored bytes; its index entries stay as they are.
-                    items.insert(key, s);
-                }
-                stored => {
-                    let new_vals = compute_values(funcs, &key, &obj)?;
-                    let old = match stored {
-                        Some(s) => {
-                            let vals = old_values(&key, &s)?;
-                            Some((s, vals))
-                        }
-                        None => None,
-                    };
-                    items.insert(key.clone(), Arc::clone(&blob));
-                    changes.push(Change {
-                        key,
-                        new: Some((blob, new_vals)),
-                        old,
-                    });
-                    if changes.len() > objs.len() / 2 + 16 {
-                        return Ok(None);
-                    }
-                }
-            }
-        }
-        let vanished: Vec<(ObjectKey, Blob)> = self
-            .state
-            .read()
-            .compact
-            .items
-            .iter()
-            .filter(|(k, _)| !items.contains_key(k.as_str()))
-            .map(|(k, b)| (k.clone(), Arc::clone(b)))
-            .collect();
-        for (key, blob) in vanished {
-            let vals = old_values(&key, &blob)?;
-            changes.push(Change {
-                key,
-                new: None,
-                old: Some((blob, vals)),
-            });
-        }
-        let mut s = self.state.write();
-        for mut c in changes {
-            let old_vals = c.old.as_ref().map(|(_, v)| v);
-            for (i, index) in s.compact.indices.iter_mut().enumerate() {
-                let old = old_vals.map(|v| v.get(i)).unwrap_or(&[]);
-                match &mut c.new {
-                    Some((blob, vals)) => index.update(&c.key, blob, old, vals.get_mut(i)),
-                    None => {
-                        if let Some((blob, _)) = &c.old {
-                            index.update(&c.key, blob, old, &mut []);
-                        }
-                    }
-                }
-            }
-        }
-        let old = std::mem::replace(&mut s.compact.items, items);
-        drop(s);
-        Ok(Some(PreviousItems(Previous::Compact {
-            map: old,
-            codec: Arc::clone(codec),
-            decoded: OnceLock::new(),
-        })))
+        Ok((PreviousItems(Previous::Typed(items)), stored))
     }
 
     /// Compact mode: encodes and indexes `objs` into fresh tables. Trains the dictionary
@@ -991,6 +808,7 @@ impl<K: Resource> Indexer<K> {
         codec: &Arc<dyn ObjectCodec<K>>,
         funcs: &[(String, IndexFunc<K>)],
         objs: Vec<Arc<K>>,
+        mut stored: Option<&mut Vec<Arc<K>>>,
     ) -> Result<Tables<Blob>, IndexerError> {
         let core = codec.core();
         let mut tables: Tables<Blob> = Tables::new(funcs.len(), objs.len());
@@ -1027,6 +845,9 @@ impl<K: Resource> Indexer<K> {
                 tables.take(&key, &prev, &prev_vals);
             }
             tables.put(&key, &blob, None, &mut vals);
+            if let Some(stored) = stored.as_deref_mut() {
+                stored.push(obj);
+            }
         }
         if core.wants_training(tables.items.len()) {
             let samples: Vec<Blob> = tables.items.values().cloned().collect();
