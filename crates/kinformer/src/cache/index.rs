@@ -75,12 +75,12 @@ pub fn label_index_func<K: Resource>(label: impl Into<String>) -> IndexFunc<K> {
     })
 }
 
-/// One index: value → (key → stored object) for the objects that produced it.
+/// One index: value → (key → entry) for the objects that produced it.
 ///
-/// The stored object (`V`: an `Arc<K>` in typed mode, an encoded blob in compact mode) is kept
-/// next to its key so `by_index` needs no second lookup in the item map (one pointer per
-/// entry). Invariants: no value maps to an empty set; every entry's object is the one stored
-/// under its key in the item map.
+/// The entry (`V`) is what the storage mode keeps next to the key: nothing in typed mode
+/// (readers look the key up in the item map), the encoded object in compact mode (so
+/// `by_index` needs no second lookup). Invariants: no value maps to an empty set; an entry
+/// that keeps an object keeps the one stored under its key in the item map.
 #[derive(Debug)]
 pub(crate) struct Index<V> {
     pub(crate) map: FastMap<String, FastMap<ObjectKey, V>>,
