@@ -46,8 +46,10 @@
 
 mod codec;
 mod dictionary;
+mod hot;
 mod options;
 
 pub use codec::CodecError;
 pub(crate) use codec::{Blob, ObjectCodec, TypedCodec};
+pub(crate) use hot::HotObjects;
 pub use options::{CompactOptions, Format};

@@ -10,7 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::compact::{Blob, CodecError, CompactOptions, ObjectCodec, TypedCodec};
+use super::compact::{Blob, CodecError, CompactOptions, HotObjects, ObjectCodec, TypedCodec};
 use super::index::{FastMap, FastState, Index, IndexFunc, IndexFuncError, IndexValues, Indexers};
 use super::transform::TransformFunc;
 use super::{KeyError, ObjectKey, meta_namespace_key};
@@ -144,13 +144,15 @@ impl<V: Stored> Tables<V> {
 
     /// The stored objects having `value` in index `i`.
     fn by_index(&self, i: usize, value: &str) -> Vec<V> {
-        match self.indices[i].map.get(value) {
-            Some(set) => set
-                .iter()
-                .filter_map(|(k, e)| V::resolve(e, k, &self.items))
-                .collect(),
-            None => Vec::new(),
-        }
+        let Some(set) = self.indices[i].map.get(value) else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(set.len());
+        out.extend(
+            set.iter()
+                .filter_map(|(k, e)| V::resolve(e, k, &self.items)),
+        );
+        out
     }
 
     /// The stored objects sharing any of `values` in index `i`, once each.
@@ -308,6 +310,8 @@ pub struct Indexer<K> {
     transform: Option<TransformFunc<K>>,
     /// Compact mode when set.
     codec: Option<Arc<dyn ObjectCodec<K>>>,
+    /// Compact mode: decoded objects kept for reads ([`CompactOptions::hot_objects`]).
+    hot: Option<HotObjects<K>>,
 }
 
 impl<K> fmt::Debug for Indexer<K> {
@@ -315,6 +319,7 @@ impl<K> fmt::Debug for Indexer<K> {
         let s = self.state.read();
         f.debug_struct("Indexer")
             .field("compact", &self.codec.is_some())
+            .field("hot_objects", &self.hot.as_ref().map(|h| h.len()))
             .field("items", &s.len(self.codec.is_some()))
             .field(
                 "indexers",
@@ -389,6 +394,7 @@ impl<K: Resource + Serialize + DeserializeOwned + 'static> Indexer<K> {
         let codec = TypedCodec::<K>::new(&options).map_err(IndexerError::Compact)?;
         let mut idx = Self::new(indexers);
         idx.codec = Some(Arc::new(codec));
+        idx.hot = (options.hot_objects > 0).then(|| HotObjects::new(options.hot_objects));
         Ok(idx)
     }
 }
@@ -406,6 +412,7 @@ impl<K: Resource> Indexer<K> {
             }),
             transform: None,
             codec: None,
+            hot: None,
         }
     }
 
@@ -456,13 +463,33 @@ impl<K: Resource> Indexer<K> {
 
     /// Decodes blobs read under the lock; the first undecodable one is the error.
     fn decode_all(
+        &self,
         codec: &dyn ObjectCodec<K>,
         blobs: Vec<(ObjectKey, Blob)>,
     ) -> Result<Vec<Arc<K>>, IndexerError> {
         blobs
             .iter()
-            .map(|(k, b)| decode_arc(codec, k.as_str(), b))
+            .map(|(k, b)| self.decode_read(codec, k, b))
             .collect()
+    }
+
+    /// Compact mode: the object `blob` (stored under `key`) encodes, from the hot-object cache
+    /// when it holds that very encoding, else decoded (and remembered there).
+    fn decode_read(
+        &self,
+        codec: &dyn ObjectCodec<K>,
+        key: &ObjectKey,
+        blob: &Blob,
+    ) -> Result<Arc<K>, IndexerError> {
+        let Some(hot) = &self.hot else {
+            return decode_arc(codec, key.as_str(), blob);
+        };
+        if let Some(obj) = hot.get(key.as_str(), blob) {
+            return Ok(obj);
+        }
+        let obj = decode_arc(codec, key.as_str(), blob)?;
+        hot.insert(key, blob, &obj);
+        Ok(obj)
     }
 
     /// Compact mode: trains the dictionary once enough objects are stored, and re-encodes
@@ -504,7 +531,7 @@ impl<K: Resource> Indexer<K> {
                 )
             };
             let old = match &old_blob {
-                Some(b) => Some(decode_arc(codec.as_ref(), key.as_str(), b)?),
+                Some(b) => Some(self.decode_read(codec.as_ref(), &key, b)?),
                 None => None,
             };
             if old_blob.as_deref() == Some(&*blob) {
@@ -520,6 +547,10 @@ impl<K: Resource> Indexer<K> {
                 .write()
                 .compact
                 .put(&key, &blob, old_vals.as_ref(), &mut new_vals);
+            if let Some(hot) = &self.hot {
+                // The object just written is the likeliest to be read (and updated) next.
+                hot.insert(&key, &blob, &obj);
+            }
             drop(blob);
             self.maybe_train(codec)?;
             return Ok(Upserted { old, new: obj });
@@ -593,9 +624,12 @@ impl<K: Resource> Indexer<K> {
                 )
             };
             let Some(blob) = blob else { return Ok(None) };
-            let old = decode_arc(codec.as_ref(), key.as_str(), &blob)?;
+            let old = self.decode_read(codec.as_ref(), &key, &blob)?;
             let old_vals = compute_values(&funcs, &key, &old)?;
             self.state.write().compact.take(&key, &blob, &old_vals);
+            if let Some(hot) = &self.hot {
+                hot.remove(key.as_str());
+            }
             return Ok(Some(old));
         }
         let (old, funcs) = {
@@ -655,7 +689,7 @@ impl<K: Resource> Indexer<K> {
             .map(|(k, b)| (k.clone(), Arc::clone(b)))
             .collect();
         drop(s);
-        Self::decode_all(codec.as_ref(), blobs)
+        self.decode_all(codec.as_ref(), blobs)
     }
 
     /// Every stored object, in no particular order. In compact mode an undecodable object is
@@ -728,8 +762,15 @@ impl<K: Resource> Indexer<K> {
         let Some(codec) = &self.codec else {
             return Ok(self.state.read().typed.items.get(key).cloned());
         };
-        let blob = self.state.read().compact.items.get(key).cloned();
-        blob.map(|b| decode_arc(codec.as_ref(), key, &b))
+        let found = self
+            .state
+            .read()
+            .compact
+            .items
+            .get_key_value(key)
+            .map(|(k, b)| (k.clone(), Arc::clone(b)));
+        found
+            .map(|(k, b)| self.decode_read(codec.as_ref(), &k, &b))
             .transpose()
     }
 
@@ -952,7 +993,7 @@ impl<K: Resource> Indexer<K> {
             Some(codec) => {
                 let blobs = s.compact.matching(i, &values);
                 drop(s);
-                Self::decode_all(codec.as_ref(), blobs)
+                self.decode_all(codec.as_ref(), blobs)
             }
         }
     }
@@ -1002,7 +1043,7 @@ impl<K: Resource> Indexer<K> {
             None => Vec::new(),
         };
         drop(s);
-        Self::decode_all(codec.as_ref(), blobs)
+        self.decode_all(codec.as_ref(), blobs)
     }
 
     /// Every value present in index `name` (empty for an unknown index, as client-go).
@@ -1121,6 +1162,8 @@ mod tests {
     pub(crate) enum Mode {
         Typed = 0,
         Compact = 1,
+        /// Compact with a hot-object cache of two objects (so tests also evict).
+        CompactHot = 2,
     }
 
     /// An indexer of `mode`; compact indexers train their dictionary early (after 3 objects)
@@ -1131,10 +1174,15 @@ mod tests {
             Mode::Compact => {
                 Indexer::compact(indexers, CompactOptions::default().train_after(3)).unwrap()
             }
+            Mode::CompactHot => Indexer::compact(
+                indexers,
+                CompactOptions::default().train_after(3).hot_objects(2),
+            )
+            .unwrap(),
         }
     }
 
-    /// Runs each named test function (taking a [`Mode`]) in both modes.
+    /// Runs each named test function (taking a [`Mode`]) in every mode.
     macro_rules! both_modes {
         ($($name:ident),* $(,)?) => {
             mod typed {
@@ -1142,6 +1190,9 @@ mod tests {
             }
             mod compact {
                 $( #[test] fn $name() { super::$name(super::Mode::Compact) } )*
+            }
+            mod compact_hot {
+                $( #[test] fn $name() { super::$name(super::Mode::CompactHot) } )*
             }
         };
     }
@@ -1381,8 +1432,13 @@ mod tests {
 
     fn index_functions_run_without_the_state_lock(mode: Mode) {
         // An index function that reads the indexer would deadlock if it ran under the lock.
-        static INDEXER: [OnceLock<Arc<Indexer<Pod>>>; 2] = [OnceLock::new(), OnceLock::new()];
-        static READS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        static INDEXER: [OnceLock<Arc<Indexer<Pod>>>; 3] =
+            [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        static READS: [AtomicUsize; 3] = [
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+        ];
         let m = mode as usize;
         let reading: IndexFunc<Pod> = Arc::new(move |_p: &Pod, out: &mut Vec<String>| {
             if let Some(idx) = INDEXER[m].get() {
@@ -1414,6 +1470,33 @@ mod tests {
         if matches!(mode, Mode::Typed) {
             assert!(Arc::ptr_eq(&got[0], &newer));
         }
+    }
+
+    #[test]
+    fn hot_objects_serve_repeated_reads_and_never_a_stale_object() {
+        let idx = Indexer::<Pod>::compact(
+            [("app".to_string(), label_index_func("app"))].into(),
+            CompactOptions::default().train_after(0).hot_objects(8),
+        )
+        .unwrap();
+        let app = |p: &Pod| p.metadata.labels.as_ref().unwrap()["app"].clone();
+        let first = pod("ns", "a", &[("app", "web")]);
+        idx.add(Arc::clone(&first)).unwrap();
+        // The object written is the one read back, without a decode.
+        assert!(Arc::ptr_eq(&idx.get_by_key("ns/a").unwrap(), &first));
+        let newer = pod("ns", "a", &[("app", "db")]);
+        let up = idx.upsert(Arc::clone(&newer)).unwrap();
+        assert!(Arc::ptr_eq(up.old.as_ref().unwrap(), &first));
+        assert!(Arc::ptr_eq(&idx.get_by_key("ns/a").unwrap(), &newer));
+        assert!(Arc::ptr_eq(&idx.by_index("app", "db").unwrap()[0], &newer));
+        // A relist stores new bytes: the cached object is not served for them.
+        idx.replace(vec![pod("ns", "a", &[("app", "x")])], "2").unwrap();
+        let now = idx.get_by_key("ns/a").unwrap();
+        assert_eq!(app(&now), "x");
+        assert!(Arc::ptr_eq(&idx.get_by_key("ns/a").unwrap(), &now));
+        idx.delete_by_key("ns/a").unwrap();
+        assert!(idx.get_by_key("ns/a").is_none());
+        assert_eq!(idx.hot.as_ref().unwrap().len(), 0);
     }
 
     #[test]

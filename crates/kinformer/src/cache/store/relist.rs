@@ -220,7 +220,14 @@ impl<K: Resource> Indexer<K> {
                     let new_vals = compute_values(funcs, &key, &obj)?;
                     let (key, old_vals) = match stored {
                         Some((stored_key, old)) => {
-                            let old_obj = decode_arc(codec.as_ref(), key.as_str(), &old)?;
+                            let old_obj = match &self.hot {
+                                Some(hot) => hot.get(key.as_str(), &old),
+                                None => None,
+                            };
+                            let old_obj = match old_obj {
+                                Some(o) => o,
+                                None => decode_arc(codec.as_ref(), key.as_str(), &old)?,
+                            };
                             (stored_key, Some(compute_values(funcs, &key, &old_obj)?))
                         }
                         None => (key, None),
@@ -306,6 +313,14 @@ impl<K: Resource> Indexer<K> {
             }
         }
         drop(s);
+        if let Some(hot) = &self.hot {
+            for e in staged
+                .iter()
+                .filter(|e| e.pos_kind & KIND_MASK == KIND_VANISHED)
+            {
+                hot.remove(e.key.as_str());
+            }
+        }
         Ok(Some((
             PreviousItems::compact(OldBlobs::Staged(staged), codec),
             stored_objs,
