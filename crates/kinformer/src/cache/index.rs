@@ -75,18 +75,31 @@ pub fn label_index_func<K: Resource>(label: impl Into<String>) -> IndexFunc<K> {
     })
 }
 
-/// One index: value → (key → entry) for the objects that produced it.
-///
-/// The entry (`V`) is what the storage mode keeps next to the key: nothing in typed mode
-/// (readers look the key up in the item map), the encoded object in compact mode (so
-/// `by_index` needs no second lookup). Invariants: no value maps to an empty set; an entry
-/// that keeps an object keeps the one stored under its key in the item map.
-#[derive(Debug)]
-pub(crate) struct Index<V> {
-    pub(crate) map: FastMap<String, FastMap<ObjectKey, V>>,
+/// The set of entries one index value maps to: the keys of the objects that produced it,
+/// with whatever the storage mode keeps per entry.
+pub(crate) trait EntrySet {
+    /// What is stored per key (the object in typed mode, its encoding in compact mode).
+    type Entry;
+    /// An empty set sized for one entry.
+    fn with_one() -> Self;
+    /// Inserts `key` with `entry`, replacing an entry with the same key.
+    fn put(&mut self, key: &ObjectKey, entry: &Self::Entry);
+    /// Removes `key`'s entry, if any.
+    fn remove_key(&mut self, key: &ObjectKey);
+    /// True when no entry is left.
+    fn is_empty(&self) -> bool;
 }
 
-impl<V> Default for Index<V> {
+/// One index: value → the set of entries of the objects that produced it.
+///
+/// Invariants: no value maps to an empty set; an entry keeps what is stored under its key in
+/// the item map.
+#[derive(Debug)]
+pub(crate) struct Index<S> {
+    pub(crate) map: FastMap<String, S>,
+}
+
+impl<S> Default for Index<S> {
     fn default() -> Self {
         Index {
             map: FastMap::default(),
@@ -94,17 +107,23 @@ impl<V> Default for Index<V> {
     }
 }
 
-impl<V: Clone> Index<V> {
-    /// Moves `key` from the `old` values to the `new` values, recording `obj` as its object
-    /// (also under values that did not change). New value strings are moved out of `new`
-    /// (left empty) when they create an index entry.
-    pub(crate) fn update(&mut self, key: &ObjectKey, obj: &V, old: &[String], new: &mut [String]) {
+impl<S: EntrySet> Index<S> {
+    /// Moves `key` from the `old` values to the `new` values, recording `entry` for it (also
+    /// under values that did not change). New value strings are moved out of `new` (left
+    /// empty) when they create an index entry.
+    pub(crate) fn update(
+        &mut self,
+        key: &ObjectKey,
+        entry: &S::Entry,
+        old: &[String],
+        new: &mut [String],
+    ) {
         for o in old {
             if new.contains(o) {
                 continue;
             }
             if let Some(set) = self.map.get_mut(o.as_str()) {
-                set.remove(key);
+                set.remove_key(key);
                 if set.is_empty() {
                     self.map.remove(o.as_str());
                 }
@@ -112,13 +131,11 @@ impl<V: Clone> Index<V> {
         }
         for n in new.iter_mut() {
             match self.map.get_mut(n.as_str()) {
-                Some(set) => {
-                    // Unchanged values keep the key; the object is refreshed in place.
-                    set.insert(key.clone(), obj.clone());
-                }
+                // Unchanged values keep the key; the entry is refreshed in place.
+                Some(set) => set.put(key, entry),
                 None => {
-                    let mut set = FastMap::with_capacity_and_hasher(1, FastState::default());
-                    set.insert(key.clone(), obj.clone());
+                    let mut set = S::with_one();
+                    set.put(key, entry);
                     self.map.insert(std::mem::take(n), set);
                 }
             }

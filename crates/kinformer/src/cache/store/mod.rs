@@ -11,12 +11,17 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::compact::{Blob, CodecError, CompactOptions, HotObjects, ObjectCodec, TypedCodec};
-use super::index::{FastMap, FastState, Index, IndexFunc, IndexFuncError, IndexValues, Indexers};
+use super::index::{
+    EntrySet, FastMap, FastSet, FastState, Index, IndexFunc, IndexFuncError, IndexValues, Indexers,
+};
 use super::transform::TransformFunc;
 use super::{KeyError, ObjectKey, meta_namespace_key};
 
+mod entries;
 mod previous;
 mod relist;
+
+use entries::{ByKey, KeyLike};
 
 pub use previous::PreviousItems;
 use previous::{OldBlobs, Previous};
@@ -66,49 +71,26 @@ pub enum IndexerError {
     Compact(CodecError),
 }
 
-/// What one storage mode keeps per object, and what its index entries keep next to the key.
-trait Stored: Clone {
-    /// Typed mode: nothing — reads look the object up in the item map, as client-go does, so
-    /// an index entry is just the shared key. Compact mode: the encoding, so `by_index` finds
-    /// the bytes to decode without a second lookup.
-    type Entry: Clone;
-    /// Whether an entry must be rewritten when its object changes but its index value does
-    /// not.
-    const REFRESH: bool;
-    fn entry(&self) -> Self::Entry;
-    /// The object an index entry stands for.
-    fn resolve(
-        entry: &Self::Entry,
-        key: &ObjectKey,
-        items: &FastMap<ObjectKey, Self>,
-    ) -> Option<Self>;
+/// What one storage mode keeps per object, and the entry sets of its indices.
+trait Stored: Clone + Sized {
+    /// Typed mode: the objects themselves, hashed by their key (see `entries`). Compact
+    /// mode: key → encoding. (An [`EntrySet`] of `Self` wherever objects are `Resource`s.)
+    type Set;
 }
 
 impl<K> Stored for Arc<K> {
-    type Entry = ();
-    const REFRESH: bool = false;
-    fn entry(&self) {}
-    fn resolve(_: &(), key: &ObjectKey, items: &FastMap<ObjectKey, Self>) -> Option<Self> {
-        items.get(key.as_str()).cloned()
-    }
+    type Set = FastSet<ByKey<K>>;
 }
 
 impl Stored for Blob {
-    type Entry = Blob;
-    const REFRESH: bool = true;
-    fn entry(&self) -> Blob {
-        Arc::clone(self)
-    }
-    fn resolve(entry: &Blob, _: &ObjectKey, _: &FastMap<ObjectKey, Self>) -> Option<Self> {
-        Some(Arc::clone(entry))
-    }
+    type Set = FastMap<ObjectKey, Blob>;
 }
 
 /// The item map and the indices of one storage mode; `V` is what is stored per object.
 struct Tables<V: Stored> {
     items: FastMap<ObjectKey, V>,
     /// Invariant: `indices.len() == indexers.len()`, and every index reflects every item.
-    indices: Vec<Index<V::Entry>>,
+    indices: Vec<Index<V::Set>>,
 }
 
 impl<V: Stored> Tables<V> {
@@ -118,46 +100,69 @@ impl<V: Stored> Tables<V> {
             indices: (0..indices).map(|_| Index::default()).collect(),
         }
     }
+}
 
+impl<V: Stored> Tables<V>
+where
+    V::Set: EntrySet<Entry = V>,
+{
     /// Stores `v` under `key`, moving the key from `old` to `new` index values.
     fn put(&mut self, key: &ObjectKey, v: &V, old: Option<&IndexValues>, new: &mut IndexValues) {
-        let entry = v.entry();
         for (i, index) in self.indices.iter_mut().enumerate() {
             let old = old.map(|o| o.get(i)).unwrap_or(&[]);
-            let new = new.get_mut(i);
-            if !V::REFRESH && old == new {
-                continue;
-            }
-            index.update(key, &entry, old, new);
+            index.update(key, v, old, new.get_mut(i));
         }
         self.items.insert(key.clone(), v.clone());
     }
 
     /// Removes `key` (whose stored object `v` has index values `old`).
     fn take(&mut self, key: &ObjectKey, v: &V, old: &IndexValues) {
-        let entry = v.entry();
         for (i, index) in self.indices.iter_mut().enumerate() {
-            index.update(key, &entry, old.get(i), &mut []);
+            index.update(key, v, old.get(i), &mut []);
         }
         self.items.remove(key.as_str());
     }
+}
 
+impl<K: Resource> Tables<Arc<K>> {
     /// The stored objects having `value` in index `i`.
-    fn by_index(&self, i: usize, value: &str) -> Vec<V> {
-        let Some(set) = self.indices[i].map.get(value) else {
-            return Vec::new();
-        };
-        let mut out = Vec::with_capacity(set.len());
-        out.extend(
-            set.iter()
-                .filter_map(|(k, e)| V::resolve(e, k, &self.items)),
-        );
-        out
+    fn by_index(&self, i: usize, value: &str) -> Vec<Arc<K>> {
+        match self.indices[i].map.get(value) {
+            Some(set) => set.iter().map(|e| Arc::clone(&e.obj)).collect(),
+            None => Vec::new(),
+        }
     }
 
     /// The stored objects sharing any of `values` in index `i`, once each.
-    fn matching(&self, i: usize, values: &[String]) -> Vec<(ObjectKey, V)> {
-        let mut found: FastMap<&ObjectKey, &V::Entry> = FastMap::default();
+    fn matching(&self, i: usize, values: &[String]) -> Vec<Arc<K>> {
+        let mut found: FastSet<&ByKey<K>> = FastSet::default();
+        for v in values {
+            if let Some(set) = self.indices[i].map.get(v.as_str()) {
+                found.extend(set.iter());
+            }
+        }
+        found.into_iter().map(|e| Arc::clone(&e.obj)).collect()
+    }
+
+    /// The keys having `value` in index `i`.
+    fn index_keys(&self, i: usize, value: &str) -> Vec<ObjectKey> {
+        match self.indices[i].map.get(value) {
+            Some(set) => set
+                .iter()
+                .map(|e| {
+                    let (ns, name) = e.key_parts();
+                    ObjectKey::new(Some(ns), name)
+                })
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
+impl Tables<Blob> {
+    /// The stored encodings sharing any of `values` in index `i`, once each.
+    fn matching(&self, i: usize, values: &[String]) -> Vec<(ObjectKey, Blob)> {
+        let mut found: FastMap<&ObjectKey, &Blob> = FastMap::default();
         for v in values {
             if let Some(set) = self.indices[i].map.get(v.as_str()) {
                 found.extend(set.iter());
@@ -165,7 +170,7 @@ impl<V: Stored> Tables<V> {
         }
         found
             .into_iter()
-            .filter_map(|(k, e)| V::resolve(e, k, &self.items).map(|v| (k.clone(), v)))
+            .map(|(k, b)| (k.clone(), Arc::clone(b)))
             .collect()
     }
 }
@@ -984,12 +989,7 @@ impl<K: Resource> Indexer<K> {
         let s = self.state.read();
         let i = Self::index_position(&s, name)?;
         match &self.codec {
-            None => Ok(s
-                .typed
-                .matching(i, &values)
-                .into_iter()
-                .map(|(_, o)| o)
-                .collect()),
+            None => Ok(s.typed.matching(i, &values)),
             Some(codec) => {
                 let blobs = s.compact.matching(i, &values);
                 drop(s);
@@ -1012,11 +1012,7 @@ impl<K: Resource> Indexer<K> {
                 .map(|set| set.keys().cloned().collect())
                 .unwrap_or_default()
         } else {
-            s.typed.indices[i]
-                .map
-                .get(value)
-                .map(|set| set.keys().cloned().collect())
-                .unwrap_or_default()
+            s.typed.index_keys(i, value)
         };
         drop(s);
         keys.sort_unstable();
@@ -1094,7 +1090,8 @@ impl<K: Resource> Indexer<K> {
                 .iter()
                 .map(|(k, b)| (k.clone(), Arc::clone(b)))
                 .collect();
-            let mut added: Vec<Index<Blob>> = (0..new.len()).map(|_| Index::default()).collect();
+            let mut added: Vec<Index<FastMap<ObjectKey, Blob>>> =
+                (0..new.len()).map(|_| Index::default()).collect();
             for (key, blob) in &items {
                 let obj = decode_arc(codec.as_ref(), key.as_str(), blob)?;
                 let mut vals = compute_values(&new, key, &obj)?;
@@ -1119,11 +1116,12 @@ impl<K: Resource> Indexer<K> {
             .iter()
             .map(|(k, v)| (k.clone(), Arc::clone(v)))
             .collect();
-        let mut added: Vec<Index<()>> = (0..new.len()).map(|_| Index::default()).collect();
+        let mut added: Vec<Index<FastSet<ByKey<K>>>> =
+            (0..new.len()).map(|_| Index::default()).collect();
         for (key, obj) in &items {
             let mut vals = compute_values(&new, key, obj)?;
             for (i, index) in added.iter_mut().enumerate() {
-                index.update(key, &(), &[], vals.get_mut(i));
+                index.update(key, obj, &[], vals.get_mut(i));
             }
         }
         list.extend(new);
@@ -1490,7 +1488,8 @@ mod tests {
         assert!(Arc::ptr_eq(&idx.get_by_key("ns/a").unwrap(), &newer));
         assert!(Arc::ptr_eq(&idx.by_index("app", "db").unwrap()[0], &newer));
         // A relist stores new bytes: the cached object is not served for them.
-        idx.replace(vec![pod("ns", "a", &[("app", "x")])], "2").unwrap();
+        idx.replace(vec![pod("ns", "a", &[("app", "x")])], "2")
+            .unwrap();
         let now = idx.get_by_key("ns/a").unwrap();
         assert_eq!(app(&now), "x");
         assert!(Arc::ptr_eq(&idx.get_by_key("ns/a").unwrap(), &now));

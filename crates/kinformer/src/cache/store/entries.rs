@@ -1,0 +1,236 @@
+//! Index entry sets of the two storage modes.
+//!
+//! Typed mode keeps, per index value, a set of the objects themselves with the hash of their
+//! key (16 bytes per entry): compared by the key `namespace/name` read from the object, so no
+//! key string is stored, `by_index` clones the objects straight out of the set, and a growing
+//! set rehashes without touching the objects. Compact mode keeps key → encoding.
+
+use std::borrow::Borrow;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::{Arc, LazyLock};
+
+use kube_core::Resource;
+
+use crate::cache::ObjectKey;
+use crate::cache::compact::Blob;
+use crate::cache::index::{EntrySet, FastMap, FastSet, FastState};
+
+/// Something naming an object key as `namespace/name` (or `name` without a namespace), for
+/// hashing and comparing set entries by key without storing the key string.
+pub(super) trait KeyLike {
+    /// The namespace (`""` for none) and the name; the key is their concatenation with `/`.
+    fn key_parts(&self) -> (&str, &str);
+
+    /// The hash of the key.
+    fn key_hash(&self) -> u64 {
+        key_hash(self.key_parts())
+    }
+}
+
+impl KeyLike for ObjectKey {
+    fn key_parts(&self) -> (&str, &str) {
+        ("", self.as_str())
+    }
+}
+
+/// The seed of key hashes (random per process, like the maps' own).
+static KEY_HASH: LazyLock<FastState> = LazyLock::new(FastState::default);
+
+/// The hash of the key `parts` describe: of its `/`-separated segments, so a key string and
+/// the namespace and name it was made of hash alike.
+fn key_hash((ns, name): (&str, &str)) -> u64 {
+    let mut h = KEY_HASH.build_hasher();
+    let mut first = true;
+    let segments = ns
+        .split('/')
+        .filter(|_| !ns.is_empty())
+        .chain(name.split('/'));
+    for seg in segments {
+        if !first {
+            h.write_u8(b'/');
+        }
+        first = false;
+        h.write(seg.as_bytes());
+    }
+    h.finish()
+}
+
+/// True if both describe the same key string.
+fn same_key((a_ns, a_name): (&str, &str), (b_ns, b_name): (&str, &str)) -> bool {
+    let sep = |ns: &str| if ns.is_empty() { 0 } else { 1 };
+    if a_ns.len() + sep(a_ns) + a_name.len() != b_ns.len() + sep(b_ns) + b_name.len() {
+        return false;
+    }
+    let a = a_ns
+        .bytes()
+        .chain((!a_ns.is_empty()).then_some(b'/'))
+        .chain(a_name.bytes());
+    let b = b_ns
+        .bytes()
+        .chain((!b_ns.is_empty()).then_some(b'/'))
+        .chain(b_name.bytes());
+    a.eq(b)
+}
+
+impl Hash for dyn KeyLike + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.key_hash());
+    }
+}
+
+impl PartialEq for dyn KeyLike + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        same_key(self.key_parts(), other.key_parts())
+    }
+}
+
+impl Eq for dyn KeyLike + '_ {}
+
+/// A typed index entry: the stored object and the hash of its key.
+pub(super) struct ByKey<K> {
+    hash: u64,
+    pub(super) obj: Arc<K>,
+}
+
+impl<K: Resource> ByKey<K> {
+    pub(super) fn new(obj: Arc<K>) -> Self {
+        ByKey {
+            hash: key_hash(parts(&*obj)),
+            obj,
+        }
+    }
+}
+
+fn parts<K: Resource>(obj: &K) -> (&str, &str) {
+    let meta = obj.meta();
+    (
+        meta.namespace.as_deref().unwrap_or(""),
+        meta.name.as_deref().unwrap_or(""),
+    )
+}
+
+impl<K: Resource> KeyLike for ByKey<K> {
+    fn key_parts(&self) -> (&str, &str) {
+        parts(&*self.obj)
+    }
+
+    fn key_hash(&self) -> u64 {
+        self.hash
+    }
+}
+
+impl<K: Resource> Hash for ByKey<K> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl<K: Resource> PartialEq for ByKey<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && same_key(self.key_parts(), other.key_parts())
+    }
+}
+
+impl<K: Resource> Eq for ByKey<K> {}
+
+impl<'a, K: Resource + 'a> Borrow<dyn KeyLike + 'a> for ByKey<K> {
+    fn borrow(&self) -> &(dyn KeyLike + 'a) {
+        self
+    }
+}
+
+impl<K: Resource> EntrySet for FastSet<ByKey<K>> {
+    type Entry = Arc<K>;
+
+    fn with_one() -> Self {
+        FastSet::with_capacity_and_hasher(1, FastState::default())
+    }
+
+    fn put(&mut self, _key: &ObjectKey, entry: &Arc<K>) {
+        // `replace`, not `insert`: an unchanged index value must point at the new object.
+        self.replace(ByKey::new(Arc::clone(entry)));
+    }
+
+    fn remove_key(&mut self, key: &ObjectKey) {
+        self.remove(key as &dyn KeyLike);
+    }
+
+    fn is_empty(&self) -> bool {
+        FastSet::is_empty(self)
+    }
+}
+
+impl EntrySet for FastMap<ObjectKey, Blob> {
+    type Entry = Blob;
+
+    fn with_one() -> Self {
+        FastMap::with_capacity_and_hasher(1, FastState::default())
+    }
+
+    fn put(&mut self, key: &ObjectKey, entry: &Blob) {
+        self.insert(key.clone(), Arc::clone(entry));
+    }
+
+    fn remove_key(&mut self, key: &ObjectKey) {
+        self.remove(key);
+    }
+
+    fn is_empty(&self) -> bool {
+        FastMap::is_empty(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::BuildHasher;
+
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+
+    fn pod(ns: Option<&str>, name: &str) -> ByKey<Pod> {
+        let mut p = Pod::default();
+        p.metadata.namespace = ns.map(str::to_string);
+        p.metadata.name = Some(name.to_string());
+        ByKey::new(Arc::new(p))
+    }
+
+    #[test]
+    fn objects_hash_and_compare_as_their_key_strings() {
+        let state = FastState::default();
+        let cases = [
+            (Some("ns"), "a", "ns/a"),
+            (None, "a", "a"),
+            (Some(""), "node-1", "node-1"),
+            (Some("ns"), "a/b", "ns/a/b"),
+        ];
+        for (ns, name, key) in cases {
+            let obj = pod(ns, name);
+            let key = ObjectKey::from(key);
+            let by_obj = state.hash_one(&obj as &dyn KeyLike);
+            let by_key = state.hash_one(&key as &dyn KeyLike);
+            assert_eq!(by_obj, by_key, "{key}");
+            assert!((&obj as &dyn KeyLike) == (&key as &dyn KeyLike));
+        }
+        assert!(
+            (&pod(Some("ns"), "a") as &dyn KeyLike) != (&ObjectKey::from("ns/b") as &dyn KeyLike)
+        );
+        assert!(
+            (&pod(Some("n"), "sa") as &dyn KeyLike) != (&ObjectKey::from("ns/a") as &dyn KeyLike)
+        );
+    }
+
+    #[test]
+    fn a_typed_set_finds_replaces_and_removes_by_key() {
+        let mut set: FastSet<ByKey<Pod>> = EntrySet::with_one();
+        let first = pod(Some("ns"), "a");
+        set.put(&ObjectKey::from("ns/a"), &first.obj);
+        let second = pod(Some("ns"), "a");
+        set.put(&ObjectKey::from("ns/a"), &second.obj);
+        assert_eq!(set.len(), 1);
+        let stored = set.get(&ObjectKey::from("ns/a") as &dyn KeyLike).unwrap();
+        assert!(Arc::ptr_eq(&stored.obj, &second.obj));
+        set.remove_key(&ObjectKey::from("ns/a"));
+        assert!(EntrySet::is_empty(&set));
+    }
+}
