@@ -7,8 +7,8 @@
 //!
 //! Figures for 100,000 bench pods (`kinformer bench cache` W4, W4P, W4-compact; counting
 //! allocator; heap bytes per object, the indexer with two indices included): typed `Pod`
-//! ≈ 6,340; a projection like this one ≈ 1,260 (most of it the `ObjectMeta`);
-//! `PartialObjectMeta<Pod>` (metadata only) ≈ 1,160; a compact indexer of full pods ≈ 255.
+//! ≈ 6,320; a projection like this one ≈ 1,230 (most of it the `ObjectMeta`);
+//! `PartialObjectMeta<Pod>` (metadata only) ≈ 1,130; a compact indexer of full pods ≈ 254.
 //!
 //! Run: `cargo run -p kinformer --example projection`.
 

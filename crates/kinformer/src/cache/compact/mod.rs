@@ -19,30 +19,34 @@
 //!
 //! | | typed | compact |
 //! |---|---|---|
-//! | bench pod (W4, ≈ 290 B of JSON) | ≈ 6,340 B | ≈ 255 B |
-//! | realistic pod (W4R, ≈ 7.1 KB of JSON with managedFields) | ≈ 47,600 B | ≈ 570 B |
-//! | `get_by_key` (thread CPU time) | ≈ 0.2–0.4 µs | ≈ 3.6–4.5 µs (one decode) |
-//! | `by_index`, per object returned (CPU) | ≈ 0.07 µs | ≈ 4–5 µs (one decode each) |
-//! | update (CPU) | ≈ 3.5 µs | ≈ 8–13 µs (encode, decode the old object) |
+//! | bench pod (W4, ≈ 290 B of JSON) | ≈ 6,320 B | ≈ 254 B |
+//! | realistic pod (W4R, ≈ 7.1 KB of JSON with managedFields) | ≈ 47,500 B | ≈ 573 B |
+//! | `get_by_key` | ≈ 0.2 µs | ≈ 2.8 µs (one decode); ≈ 0.1 µs from the hot cache |
+//! | `get_by_key`, realistic pod | ≈ 0.2 µs | ≈ 40 µs |
+//! | `by_index`, per object returned | ≈ 0.04 µs | ≈ 2.9 µs (one decode each) |
+//! | update | ≈ 4 µs | ≈ 8 µs (encode, decode the old object) |
 //! | relist peak / steady state, unchanged objects | 1.02 | 1.12 |
 //! | relist peak / steady state, every object changed | 1.02 | 1.39 |
 //!
 //! (Typed relists share the objects with the caller's list, so only the new tables count. A
 //! compact relist is just as atomic but stages only what changed: unchanged objects keep their
 //! bytes and index entries, changed ones exist twice — old and new encoding — until the
-//! swap, plus a 40-byte record per listed key and 4 bytes per index change. "Steady state" is
+//! swap, plus a 40-byte record per listed key and 4 bytes per index entry to write. "Steady state" is
 //! the cache after W4's update phase, whose churn grows the index sets; relative to the cache
 //! right after loading, the changed-relist peak is ≈ 1.5×.)
 //!
 //! - **Typed** when the program reads the cache much more often than the objects change, or
 //!   lists large parts of it on every reconcile, and the memory is affordable. Leaner typed
 //!   options first: [`strip_managed_fields`](super::strip_managed_fields), a projection type
-//!   with only the fields the controller reads (example `projection`: ≈ 1,260 B per bench
-//!   pod), or `PartialObjectMeta<K>` for metadata-only controllers (≈ 1,160 B).
+//!   with only the fields the controller reads (example `projection`: ≈ 1,230 B per bench
+//!   pod), or `PartialObjectMeta<K>` for metadata-only controllers (≈ 1,130 B).
 //! - **Compact** for large caches whose objects are read by key now and then (the typical
 //!   controller: an event arrives with the object, the cache is consulted for a few related
 //!   objects): 25–80× less memory than typed objects, each read paying one decode. Handlers
-//!   still receive the objects that came off the watch (`Upserted::new` is not re-decoded).
+//!   still receive the objects that came off the watch or the list (`Upserted::new` is not
+//!   re-decoded, nor are relisted objects), and a relisted object whose encoding did not change
+//!   is its own old object. With [`CompactOptions::hot_objects`], the objects being worked on
+//!   are read (and updated) without decoding.
 
 mod codec;
 mod dictionary;

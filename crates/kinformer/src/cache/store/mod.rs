@@ -276,12 +276,11 @@ fn log_decode_error(e: &IndexerError) {
 /// - `replace` is atomic: readers see the old content or the new one, never a mix. Typed mode
 ///   builds new tables and swaps them in; compact mode stages the differences without the
 ///   lock and applies them under it, so a relist holds only the changed objects twice.
-/// - Memory: per object, one key string shared (reference-counted) by the item map and every
-///   index entry. In typed mode an index entry is just that key (16 bytes) and `by_index`
-///   looks each object up in the item map, as client-go does: ≈ 115 bytes per object for the
-///   item map and two indices in the W4 workload, excluding the objects themselves (client-go:
-///   141). In compact mode an entry also keeps the encoding, so `by_index` decodes without a
-///   second lookup.
+/// - Memory: per object, one key string, held by the item map. In typed mode an index entry
+///   is the object's `Arc` with the hash of its key (16 bytes), compared by the key read from
+///   the object, so `by_index` needs no second lookup: ≈ 115 bytes per object for the item map
+///   and two indices in the W4 workload, excluding the objects themselves (client-go: 141). In
+///   compact mode an entry is the shared key and the encoding (32 bytes).
 ///
 /// Two storage modes, chosen at construction:
 /// - typed ([`Indexer::new`]): objects kept as `Arc<K>`;
