@@ -542,15 +542,9 @@ impl<K: Resource> Indexer<K> {
                 // Identical bytes: same object, same index values; nothing to change.
                 return Ok(Upserted { old, new: obj });
             }
-            let mut new_vals = compute_values(&funcs, &key, &obj)?;
-            let old_vals = match &old {
-                Some(o) => Some(compute_values(&funcs, &key, o)?),
-                None => None,
-            };
-            self.state
-                .write()
-                .compact
-                .put(&key, &blob, old_vals.as_ref(), &mut new_vals);
+            self.put_indexed(&funcs, &key, &obj, old.as_deref(), &blob, |s| {
+                &mut s.compact
+            })?;
             if let Some(hot) = &self.hot {
                 // The object just written is the likeliest to be read (and updated) next.
                 hot.insert(&key, &blob, &obj);
@@ -573,16 +567,33 @@ impl<K: Resource> Indexer<K> {
             // the same object cannot differ, so nothing changes.
             return Ok(Upserted { old, new: obj });
         }
-        let mut new_vals = compute_values(&funcs, &key, &obj)?;
-        let old_vals = match &old {
-            Some(o) => Some(compute_values(&funcs, &key, o)?),
+        self.put_indexed(&funcs, &key, &obj, old.as_deref(), &obj, |s| &mut s.typed)?;
+        Ok(Upserted { old, new: obj })
+    }
+
+    /// Computes the index values of `obj` and of the object it replaces (`old`) without the
+    /// lock, then stores `stored` under `key` in the tables `tables` picks, under the lock.
+    #[allow(clippy::too_many_arguments)]
+    fn put_indexed<V: Stored>(
+        &self,
+        funcs: &[(String, IndexFunc<K>)],
+        key: &ObjectKey,
+        obj: &K,
+        old: Option<&K>,
+        stored: &V,
+        tables: impl FnOnce(&mut State<K>) -> &mut Tables<V>,
+    ) -> Result<(), IndexerError>
+    where
+        V::Set: EntrySet<Entry = V>,
+    {
+        let mut new_vals = compute_values(funcs, key, obj)?;
+        let old_vals = match old {
+            Some(o) => Some(compute_values(funcs, key, o)?),
             None => None,
         };
-        self.state
-            .write()
-            .typed
-            .put(&key, &obj, old_vals.as_ref(), &mut new_vals);
-        Ok(Upserted { old, new: obj })
+        let mut s = self.state.write();
+        tables(&mut s).put(key, stored, old_vals.as_ref(), &mut new_vals);
+        Ok(())
     }
 
     /// Adds `obj` (replacing any object with the same key).
@@ -657,19 +668,9 @@ impl<K: Resource> Indexer<K> {
     pub fn try_list_with_keys(&self) -> Result<Vec<(ObjectKey, Arc<K>)>, IndexerError> {
         let s = self.state.read();
         let Some(codec) = &self.codec else {
-            return Ok(s
-                .typed
-                .items
-                .iter()
-                .map(|(k, v)| (k.clone(), Arc::clone(v)))
-                .collect());
+            return Ok(Self::snapshot(&s.typed));
         };
-        let blobs: Vec<(ObjectKey, Blob)> = s
-            .compact
-            .items
-            .iter()
-            .map(|(k, b)| (k.clone(), Arc::clone(b)))
-            .collect();
+        let blobs = Self::snapshot(&s.compact);
         drop(s);
         blobs
             .into_iter()
@@ -686,12 +687,7 @@ impl<K: Resource> Indexer<K> {
         let Some(codec) = &self.codec else {
             return Ok(s.typed.items.values().cloned().collect());
         };
-        let blobs: Vec<(ObjectKey, Blob)> = s
-            .compact
-            .items
-            .iter()
-            .map(|(k, b)| (k.clone(), Arc::clone(b)))
-            .collect();
+        let blobs = Self::snapshot(&s.compact);
         drop(s);
         self.decode_all(codec.as_ref(), blobs)
     }
@@ -713,14 +709,7 @@ impl<K: Resource> Indexer<K> {
         let Some(codec) = &self.codec else {
             return self.try_list_with_keys().unwrap_or_default();
         };
-        let blobs: Vec<(ObjectKey, Blob)> = self
-            .state
-            .read()
-            .compact
-            .items
-            .iter()
-            .map(|(k, b)| (k.clone(), Arc::clone(b)))
-            .collect();
+        let blobs = Self::snapshot(&self.state.read().compact);
         blobs
             .into_iter()
             .filter_map(|(k, b)| match decode_arc(codec.as_ref(), k.as_str(), &b) {
@@ -1080,63 +1069,62 @@ impl<K: Resource> Indexer<K> {
             return Err(IndexerError::IndexerConflict(conflicts.join(", ")));
         }
         let mut list: Vec<(String, IndexFunc<K>)> = funcs.iter().cloned().collect();
-        if let Some(codec) = &self.codec {
-            let items: Vec<(ObjectKey, Blob)> = self
-                .state
-                .read()
-                .compact
-                .items
-                .iter()
-                .map(|(k, b)| (k.clone(), Arc::clone(b)))
-                .collect();
-            let mut added: Vec<Index<FastMap<ObjectKey, Blob>>> =
-                (0..new.len()).map(|_| Index::default()).collect();
-            for (key, blob) in &items {
-                let obj = decode_arc(codec.as_ref(), key.as_str(), blob)?;
-                let mut vals = compute_values(&new, key, &obj)?;
-                for (i, index) in added.iter_mut().enumerate() {
-                    index.update(key, blob, &[], vals.get_mut(i));
-                }
+        let (typed, compact) = match &self.codec {
+            Some(codec) => {
+                let items = Self::snapshot(&self.state.read().compact);
+                let decode = |k: &ObjectKey, b: &Blob| decode_arc(codec.as_ref(), k.as_str(), b);
+                (empty_indices(new.len()), back_fill(&items, &new, decode)?)
             }
-            list.extend(new);
-            let mut s = self.state.write();
-            s.compact.indices.extend(added);
-            s.typed
-                .indices
-                .extend((0..added_len(&list, &funcs)).map(|_| Index::default()));
-            s.indexers = Arc::new(list);
-            return Ok(());
-        }
-        let items: Vec<(ObjectKey, Arc<K>)> = self
-            .state
-            .read()
-            .typed
-            .items
-            .iter()
-            .map(|(k, v)| (k.clone(), Arc::clone(v)))
-            .collect();
-        let mut added: Vec<Index<FastSet<ByKey<K>>>> =
-            (0..new.len()).map(|_| Index::default()).collect();
-        for (key, obj) in &items {
-            let mut vals = compute_values(&new, key, obj)?;
-            for (i, index) in added.iter_mut().enumerate() {
-                index.update(key, obj, &[], vals.get_mut(i));
+            None => {
+                let items = Self::snapshot(&self.state.read().typed);
+                (
+                    back_fill(&items, &new, |_, o| Ok(Arc::clone(o)))?,
+                    empty_indices(new.len()),
+                )
             }
-        }
+        };
         list.extend(new);
         let mut s = self.state.write();
-        s.typed.indices.extend(added);
-        s.compact
-            .indices
-            .extend((0..added_len(&list, &funcs)).map(|_| Index::default()));
+        s.typed.indices.extend(typed);
+        s.compact.indices.extend(compact);
         s.indexers = Arc::new(list);
         Ok(())
     }
+
+    /// The stored `(key, value)` pairs of `tables`.
+    fn snapshot<V: Stored>(tables: &Tables<V>) -> Vec<(ObjectKey, V)> {
+        tables
+            .items
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
 }
 
-/// How many index functions were added (`list` = old + new).
-fn added_len<T, U>(list: &[T], old: &[U]) -> usize {
-    list.len() - old.len()
+/// `n` empty indices.
+fn empty_indices<S>(n: usize) -> Vec<Index<S>> {
+    (0..n).map(|_| Index::default()).collect()
+}
+
+/// New indices for `funcs`, filled from the stored `items` (`object` gives the object a stored
+/// value stands for).
+fn back_fill<K: Resource, V: Stored>(
+    items: &[(ObjectKey, V)],
+    funcs: &[(String, IndexFunc<K>)],
+    object: impl Fn(&ObjectKey, &V) -> Result<Arc<K>, IndexerError>,
+) -> Result<Vec<Index<V::Set>>, IndexerError>
+where
+    V::Set: EntrySet<Entry = V>,
+{
+    let mut added: Vec<Index<V::Set>> = empty_indices(funcs.len());
+    for (key, v) in items {
+        let obj = object(key, v)?;
+        let mut vals = compute_values(funcs, key, &obj)?;
+        for (i, index) in added.iter_mut().enumerate() {
+            index.update(key, v, &[], vals.get_mut(i));
+        }
+    }
+    Ok(added)
 }
 
 #[cfg(test)]
