@@ -6,10 +6,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
-use kube_core::Resource;
-use parking_lot::Mutex;
-use tokio::sync::Notify;
-
+use super::fifo_core::{FifoCore, Locked};
 use super::index::{FastMap, FastSet};
 use super::queue::{KnownObjects, PopFuture, Popped, ProcessFn, Queue};
 use super::transform::TransformFunc;
@@ -17,26 +14,17 @@ use super::{
     CacheError, DeletedFinalStateUnknown, DeletedObject, Delta, ObjectKey, ReflectorSink,
     meta_namespace_key,
 };
+use kube_core::Resource;
 
-struct State<K> {
+/// The queued deltas per key, and the keys in queue order.
+struct Keyed<K> {
     /// Invariant: a key is in `items` iff it is in `queue`, exactly once; no delta list is
     /// empty.
     items: FastMap<ObjectKey, Vec<Delta<K>>>,
     queue: VecDeque<ObjectKey>,
-    /// The first `replace` (or a pop-free `has_synced` check after it) happened.
-    populated: bool,
-    /// Items of the initial population not yet popped.
-    initial_population_count: usize,
-    /// Items of the initial population popped but still being processed.
-    initial_in_flight: usize,
-    closed: bool,
 }
 
-impl<K> State<K> {
-    fn has_synced(&self) -> bool {
-        self.populated && self.initial_population_count == 0 && self.initial_in_flight == 0
-    }
-
+impl<K> Keyed<K> {
     /// Appends `delta` to `key`'s list (deduplicating deletes); queues the key if new.
     fn queue_action(&mut self, key: ObjectKey, delta: Delta<K>) {
         match self.items.get_mut(key.as_str()) {
@@ -106,8 +94,7 @@ fn dedup_deltas<K>(deltas: &mut Vec<Delta<K>>) {
 /// # }
 /// ```
 pub struct DeltaFifo<K> {
-    state: Mutex<State<K>>,
-    notify: Notify,
+    core: FifoCore<Keyed<K>>,
     known_objects: Option<Arc<dyn KnownObjects<K>>>,
     transformer: Option<TransformFunc<K>>,
     emit_delta_type_replaced: bool,
@@ -115,9 +102,9 @@ pub struct DeltaFifo<K> {
 
 impl<K> fmt::Debug for DeltaFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.state.lock();
+        let s = self.core.lock();
         f.debug_struct("DeltaFifo")
-            .field("queued_keys", &s.queue.len())
+            .field("queued_keys", &s.data.queue.len())
             .field("populated", &s.populated)
             .field("initial_population_count", &s.initial_population_count)
             .field("closed", &s.closed)
@@ -135,15 +122,10 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// An empty queue without known objects, emitting `Replaced` on relist.
     pub fn new() -> Self {
         DeltaFifo {
-            state: Mutex::new(State {
+            core: FifoCore::new(Keyed {
                 items: FastMap::default(),
                 queue: VecDeque::new(),
-                populated: false,
-                initial_population_count: 0,
-                initial_in_flight: 0,
-                closed: false,
             }),
-            notify: Notify::new(),
             known_objects: None,
             transformer: None,
             emit_delta_type_replaced: true,
@@ -181,14 +163,11 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     fn push(&self, delta_of: fn(Arc<K>) -> Delta<K>, obj: Arc<K>) -> Result<(), CacheError> {
         let obj = self.transform(obj);
         let key = meta_namespace_key(obj.as_ref())?;
-        let mut s = self.state.lock();
-        if s.closed {
-            return Err(CacheError::Closed);
-        }
+        let mut s = self.core.lock_open()?;
         s.populated = true;
-        s.queue_action(key, delta_of(obj));
+        s.data.queue_action(key, delta_of(obj));
         drop(s);
-        self.notify.notify_waiters();
+        self.core.wake();
         Ok(())
     }
 
@@ -201,59 +180,28 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// # Cancel safety
     /// Cancel-safe: removal and `process` happen synchronously in the poll that completes.
     pub async fn pop_with<R>(&self, process: impl FnOnce(Popped<K>) -> R) -> Result<R, CacheError> {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let popped = {
-                let mut s = self.state.lock();
-                match s.queue.pop_front() {
-                    Some(key) => {
-                        let deltas = s.items.remove(key.as_str()).unwrap_or_default();
-                        debug_assert!(!deltas.is_empty(), "queued key without deltas");
-                        let is_in_initial_list = !s.has_synced();
-                        let counted = s.initial_population_count > 0;
-                        if counted {
-                            s.initial_population_count -= 1;
-                            s.initial_in_flight += 1;
-                        }
-                        Some((
-                            Popped {
-                                deltas,
-                                is_in_initial_list,
-                            },
-                            counted,
-                        ))
-                    }
-                    None if s.closed => return Err(CacheError::Closed),
-                    None => None,
-                }
-            };
-            if let Some((popped, counted)) = popped {
-                let _done = InFlight {
-                    state: &self.state,
-                    counted,
-                };
-                return Ok(process(popped));
-            }
-            notified.await;
-        }
+        let take = |s: &mut Locked<Keyed<K>>| {
+            let key = s.data.queue.pop_front()?;
+            let deltas = s.data.items.remove(key.as_str()).unwrap_or_default();
+            debug_assert!(!deltas.is_empty(), "queued key without deltas");
+            Some((deltas, 1))
+        };
+        self.core.pop_with(take, process).await
     }
 
     /// Closes the queue; see [`Queue::close`].
     pub fn close(&self) {
-        self.state.lock().closed = true;
-        self.notify.notify_waiters();
+        self.core.close();
     }
 
     /// See [`Queue::has_synced`].
     pub fn has_synced(&self) -> bool {
-        self.state.lock().has_synced()
+        self.core.has_synced()
     }
 
     /// Number of queued keys.
     pub fn len(&self) -> usize {
-        self.state.lock().queue.len()
+        self.core.lock().data.queue.len()
     }
 
     /// True when no key is queued.
@@ -263,27 +211,12 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
 
     /// The keys currently queued, in queue order.
     pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.state.lock().queue.iter().cloned().collect()
+        self.core.lock().data.queue.iter().cloned().collect()
     }
 
     /// A copy of the deltas queued for `key`.
     pub fn get_by_key(&self, key: &str) -> Option<Vec<Delta<K>>> {
-        self.state.lock().items.get(key).cloned()
-    }
-}
-
-/// Marks an initial-population item processed when dropped (also if `process` panics).
-struct InFlight<'a, K> {
-    state: &'a Mutex<State<K>>,
-    counted: bool,
-}
-
-impl<K> Drop for InFlight<'_, K> {
-    fn drop(&mut self) {
-        if self.counted {
-            let mut s = self.state.lock();
-            s.initial_in_flight = s.initial_in_flight.saturating_sub(1);
-        }
+        self.core.lock().data.items.get(key).cloned()
     }
 }
 
@@ -299,12 +232,9 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
     fn delete(&self, obj: Arc<K>) -> Result<(), CacheError> {
         let obj = self.transform(obj);
         let key = meta_namespace_key(obj.as_ref())?;
-        let mut s = self.state.lock();
-        if s.closed {
-            return Err(CacheError::Closed);
-        }
+        let mut s = self.core.lock_open()?;
         s.populated = true;
-        let queued = s.items.contains_key(key.as_str());
+        let queued = s.data.items.contains_key(key.as_str());
         let known = match &self.known_objects {
             Some(k) => k.get_by_key(key.as_str()).is_some(),
             None => false,
@@ -313,9 +243,10 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
             // Neither queued nor known to the consumer: nothing to tell anyone.
             return Ok(());
         }
-        s.queue_action(key, Delta::Deleted(DeletedObject::Live(obj)));
+        s.data
+            .queue_action(key, Delta::Deleted(DeletedObject::Live(obj)));
         drop(s);
-        self.notify.notify_waiters();
+        self.core.wake();
         Ok(())
     }
 
@@ -326,10 +257,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
             let key = meta_namespace_key(obj.as_ref())?;
             keyed.push((key, obj));
         }
-        let mut s = self.state.lock();
-        if s.closed {
-            return Err(CacheError::Closed);
-        }
+        let mut s = self.core.lock_open()?;
         let mut keys: FastSet<ObjectKey> =
             FastSet::with_capacity_and_hasher(keyed.len(), Default::default());
         for (key, obj) in keyed {
@@ -339,16 +267,17 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
             } else {
                 Delta::Sync(obj)
             };
-            s.queue_action(key, delta);
+            s.data.queue_action(key, delta);
         }
         // Deletions of queued keys missing from the list: tombstone with the newest state.
         let mut queued_deletions = 0;
         let vanished: Vec<(ObjectKey, Arc<K>)> = s
+            .data
             .queue
             .iter()
             .filter(|k| !keys.contains(k.as_str()))
             .filter_map(|k| {
-                let newest = s.items.get(k.as_str())?.last()?.object()?;
+                let newest = s.data.items.get(k.as_str())?.last()?.object()?;
                 Some((k.clone(), Arc::clone(newest)))
             })
             .collect();
@@ -358,12 +287,13 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
                 key: key.clone(),
                 obj,
             };
-            s.queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
+            s.data
+                .queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
         }
         // Deletions of known keys missing from the list with nothing queued.
         if let Some(known) = &self.known_objects {
             for key in known.list_keys() {
-                if keys.contains(key.as_str()) || s.items.contains_key(key.as_str()) {
+                if keys.contains(key.as_str()) || s.data.items.contains_key(key.as_str()) {
                     continue;
                 }
                 let Some(obj) = known.get_by_key(key.as_str()) else {
@@ -375,15 +305,13 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
                     key: key.clone(),
                     obj,
                 };
-                s.queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
+                s.data
+                    .queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
             }
         }
-        if !s.populated {
-            s.populated = true;
-            s.initial_population_count = keys.len() + queued_deletions;
-        }
+        s.populate(keys.len() + queued_deletions);
         drop(s);
-        self.notify.notify_waiters();
+        self.core.wake();
         Ok(())
     }
 
@@ -391,24 +319,21 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
         let Some(known) = &self.known_objects else {
             return Ok(());
         };
-        let mut s = self.state.lock();
-        if s.closed {
-            return Err(CacheError::Closed);
-        }
+        let mut s = self.core.lock_open()?;
         let mut queued_any = false;
         for key in known.list_keys() {
-            if s.items.contains_key(key.as_str()) {
+            if s.data.items.contains_key(key.as_str()) {
                 continue;
             }
             let Some(obj) = known.get_by_key(key.as_str()) else {
                 continue;
             };
-            s.queue_action(key, Delta::Sync(obj));
+            s.data.queue_action(key, Delta::Sync(obj));
             queued_any = true;
         }
         drop(s);
         if queued_any {
-            self.notify.notify_waiters();
+            self.core.wake();
         }
         Ok(())
     }
@@ -425,7 +350,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         DeltaFifo::close(self)
     }
     fn is_closed(&self) -> bool {
-        self.state.lock().closed
+        self.core.lock().closed
     }
     fn len(&self) -> usize {
         DeltaFifo::len(self)

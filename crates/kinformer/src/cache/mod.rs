@@ -27,6 +27,7 @@ pub use fake_listwatch::{FakeListerWatcher, WatchStep};
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 mod delta;
 mod delta_fifo;
+mod fifo_core;
 mod index;
 mod lister;
 mod process;

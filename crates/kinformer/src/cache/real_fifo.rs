@@ -6,10 +6,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
-use kube_core::Resource;
-use parking_lot::Mutex;
-use tokio::sync::Notify;
-
+use super::fifo_core::{FifoCore, Locked};
 use super::index::{FastMap, FastSet};
 use super::queue::{KnownObjects, PopFuture, Popped, ProcessFn, Queue};
 use super::transform::TransformFunc;
@@ -17,26 +14,13 @@ use super::{
     CacheError, DeletedFinalStateUnknown, DeletedObject, Delta, ObjectKey, ReflectorSink,
     meta_namespace_key,
 };
+use kube_core::Resource;
 
 /// The default largest batch a pop hands out.
 pub const DEFAULT_MAX_BATCH: usize = 1000;
 
-struct State<K> {
-    /// The log; the key is `None` exactly for `ReplacedAll`, `SyncAll` and `Bookmark`.
-    items: VecDeque<(Option<ObjectKey>, Delta<K>)>,
-    populated: bool,
-    /// Deltas of the initial population not yet popped.
-    initial_population_count: usize,
-    /// Deltas of the initial population popped but still being processed.
-    initial_in_flight: usize,
-    closed: bool,
-}
-
-impl<K> State<K> {
-    fn has_synced(&self) -> bool {
-        self.populated && self.initial_population_count == 0 && self.initial_in_flight == 0
-    }
-}
+/// The log; the key is `None` exactly for `ReplacedAll`, `SyncAll` and `Bookmark`.
+type Log<K> = VecDeque<(Option<ObjectKey>, Delta<K>)>;
 
 /// The in-order delta log.
 ///
@@ -72,8 +56,7 @@ impl<K> State<K> {
 /// # });
 /// ```
 pub struct RealFifo<K> {
-    state: Mutex<State<K>>,
-    notify: Notify,
+    core: FifoCore<Log<K>>,
     known_objects: Option<Arc<dyn KnownObjects<K>>>,
     transformer: Option<TransformFunc<K>>,
     atomic: bool,
@@ -83,9 +66,9 @@ pub struct RealFifo<K> {
 
 impl<K> fmt::Debug for RealFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.state.lock();
+        let s = self.core.lock();
         f.debug_struct("RealFifo")
-            .field("queued", &s.items.len())
+            .field("queued", &s.data.len())
             .field("atomic", &self.atomic)
             .field("populated", &s.populated)
             .field("initial_population_count", &s.initial_population_count)
@@ -105,14 +88,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     /// [`DEFAULT_MAX_BATCH`].
     pub fn new() -> Self {
         RealFifo {
-            state: Mutex::new(State {
-                items: VecDeque::new(),
-                populated: false,
-                initial_population_count: 0,
-                initial_in_flight: 0,
-                closed: false,
-            }),
-            notify: Notify::new(),
+            core: FifoCore::new(VecDeque::new()),
             known_objects: None,
             transformer: None,
             atomic: true,
@@ -164,17 +140,16 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         entries: Vec<(Option<ObjectKey>, Delta<K>)>,
         replace: bool,
     ) -> Result<(), CacheError> {
-        let mut s = self.state.lock();
-        if s.closed {
-            return Err(CacheError::Closed);
+        let mut s = self.core.lock_open()?;
+        s.data.extend(entries);
+        if replace {
+            let n = s.data.len();
+            s.populate(n);
+        } else {
+            s.populated = true;
         }
-        s.items.extend(entries);
-        if replace && !s.populated {
-            s.initial_population_count = s.items.len();
-        }
-        s.populated = true;
         drop(s);
-        self.notify.notify_waiters();
+        self.core.wake();
         Ok(())
     }
 
@@ -193,104 +168,62 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     /// # Cancel safety
     /// Cancel-safe: removal and `process` happen synchronously in the poll that completes.
     pub async fn pop_with<R>(&self, process: impl FnOnce(Popped<K>) -> R) -> Result<R, CacheError> {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let popped = {
-                let mut s = self.state.lock();
-                if s.items.is_empty() {
-                    if s.closed {
-                        return Err(CacheError::Closed);
-                    }
-                    None
-                } else {
-                    let is_in_initial_list = !s.has_synced();
-                    // Never straddle the end of the initial population.
-                    let limit = if s.initial_population_count > 0 {
-                        self.max_batch.min(s.initial_population_count)
-                    } else {
-                        self.max_batch
-                    };
-                    let mut deltas = Vec::new();
-                    let mut seen: FastSet<ObjectKey> = FastSet::default();
-                    while deltas.len() < limit {
-                        let Some((key, _)) = s.items.front() else {
-                            break;
-                        };
-                        match key {
-                            None if !deltas.is_empty() => break,
-                            Some(k) if seen.contains(k) => break,
-                            _ => {}
-                        }
-                        let Some((key, delta)) = s.items.pop_front() else {
-                            break;
-                        };
-                        deltas.push(delta);
-                        match key {
-                            None => break,
-                            Some(k) => {
-                                seen.insert(k);
-                            }
-                        }
-                    }
-                    let counted = deltas.len().min(s.initial_population_count);
-                    s.initial_population_count -= counted;
-                    s.initial_in_flight += counted;
-                    Some((
-                        Popped {
-                            deltas,
-                            is_in_initial_list,
-                        },
-                        counted,
-                    ))
-                }
-            };
-            if let Some((popped, counted)) = popped {
-                let _done = InFlight {
-                    state: &self.state,
-                    counted,
-                };
-                return Ok(process(popped));
+        let take = |s: &mut Locked<Log<K>>| {
+            if s.data.is_empty() {
+                return None;
             }
-            notified.await;
-        }
+            // Never straddle the end of the initial population.
+            let limit = if s.initial_population_count > 0 {
+                self.max_batch.min(s.initial_population_count)
+            } else {
+                self.max_batch
+            };
+            let mut deltas = Vec::new();
+            let mut seen: FastSet<ObjectKey> = FastSet::default();
+            while deltas.len() < limit {
+                let Some((key, _)) = s.data.front() else {
+                    break;
+                };
+                match key {
+                    None if !deltas.is_empty() => break,
+                    Some(k) if seen.contains(k) => break,
+                    _ => {}
+                }
+                let Some((key, delta)) = s.data.pop_front() else {
+                    break;
+                };
+                deltas.push(delta);
+                match key {
+                    None => break,
+                    Some(k) => {
+                        seen.insert(k);
+                    }
+                }
+            }
+            let n = deltas.len();
+            Some((deltas, n))
+        };
+        self.core.pop_with(take, process).await
     }
 
     /// Closes the queue; see [`Queue::close`].
     pub fn close(&self) {
-        self.state.lock().closed = true;
-        self.notify.notify_waiters();
+        self.core.close();
     }
 
     /// See [`Queue::has_synced`].
     pub fn has_synced(&self) -> bool {
-        self.state.lock().has_synced()
+        self.core.has_synced()
     }
 
     /// Number of queued deltas.
     pub fn len(&self) -> usize {
-        self.state.lock().items.len()
+        self.core.lock().data.len()
     }
 
     /// True when no delta is queued.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-/// Marks initial-population deltas processed when dropped (also if `process` panics).
-struct InFlight<'a, K> {
-    state: &'a Mutex<State<K>>,
-    counted: usize,
-}
-
-impl<K> Drop for InFlight<'_, K> {
-    fn drop(&mut self) {
-        if self.counted > 0 {
-            let mut s = self.state.lock();
-            s.initial_in_flight = s.initial_in_flight.saturating_sub(self.counted);
-        }
     }
 }
 
@@ -327,10 +260,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
             keys.insert(key.clone());
             entries.push((Some(key), Delta::Replaced(o)));
         }
-        let mut s = self.state.lock();
-        if s.closed {
-            return Err(CacheError::Closed);
-        }
+        let mut s = self.core.lock_open()?;
         // The consumer's state once the log drains: known objects overlaid with the log.
         let mut effective: FastMap<ObjectKey, Option<Arc<K>>> = FastMap::default();
         if let Some(known) = &self.known_objects {
@@ -339,7 +269,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
                 effective.insert(key, obj);
             }
         }
-        for (key, delta) in &s.items {
+        for (key, delta) in &s.data {
             match (key, delta) {
                 (Some(k), Delta::Deleted(_)) => {
                     effective.insert(k.clone(), None);
@@ -369,13 +299,11 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
             };
             Some((Some(key), Delta::Deleted(DeletedObject::Tombstone(tomb))))
         }));
-        s.items.extend(entries);
-        if !s.populated {
-            s.initial_population_count = s.items.len();
-        }
-        s.populated = true;
+        s.data.extend(entries);
+        let n = s.data.len();
+        s.populate(n);
         drop(s);
-        self.notify.notify_waiters();
+        self.core.wake();
         Ok(())
     }
 
@@ -386,22 +314,19 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
         let Some(known) = &self.known_objects else {
             return Ok(());
         };
-        let mut s = self.state.lock();
-        if s.closed {
-            return Err(CacheError::Closed);
-        }
+        let mut s = self.core.lock_open()?;
         // A key with deltas still in the log would be rolled back by a stale Sync: skip it.
-        let pending: FastSet<ObjectKey> = s.items.iter().filter_map(|(k, _)| k.clone()).collect();
+        let pending: FastSet<ObjectKey> = s.data.iter().filter_map(|(k, _)| k.clone()).collect();
         for key in known.list_keys() {
             if pending.contains(key.as_str()) {
                 continue;
             }
             if let Some(obj) = known.get_by_key(key.as_str()) {
-                s.items.push_back((Some(key), Delta::Sync(obj)));
+                s.data.push_back((Some(key), Delta::Sync(obj)));
             }
         }
         drop(s);
-        self.notify.notify_waiters();
+        self.core.wake();
         Ok(())
     }
 
@@ -427,7 +352,7 @@ impl<K: Resource + Send + Sync + 'static> Queue<K> for RealFifo<K> {
         RealFifo::close(self)
     }
     fn is_closed(&self) -> bool {
-        self.state.lock().closed
+        self.core.lock().closed
     }
     fn len(&self) -> usize {
         RealFifo::len(self)
