@@ -239,6 +239,40 @@ proptest! {
     }
 }
 
+/// A compact relist hands handlers the listed objects themselves (no decoded copies), and an
+/// object whose encoding did not change is its own old object.
+#[test]
+fn compact_relists_notify_with_the_listed_objects_not_decoded_copies() {
+    let idx = Indexer::compact(indexers(), CompactOptions::default().train_after(0)).unwrap();
+    let list = |app: usize| -> Vec<Arc<Pod>> { (0..20).map(|i| bench_like(i, i % app)).collect() };
+    for (round, app) in [(0, 3), (1, 3), (2, 4)] {
+        let objects = list(app);
+        let mut seen = Vec::new();
+        let delta = Delta::ReplacedAll {
+            objects: objects.clone(),
+            resource_version: round.to_string(),
+        };
+        process_deltas(&idx, vec![delta], false, &mut |n| seen.push(n)).unwrap();
+        assert_eq!(seen.len(), objects.len());
+        for (n, listed) in seen.iter().zip(&objects) {
+            match (round, n) {
+                (0, Notification::Add { obj, .. }) => assert!(Arc::ptr_eq(obj, listed)),
+                (1, Notification::Update { old, new }) => {
+                    // Same content as before: the listed object is also the old one.
+                    assert!(Arc::ptr_eq(new, listed));
+                    assert!(Arc::ptr_eq(old, listed));
+                }
+                (2, Notification::Update { old, new }) => {
+                    assert!(Arc::ptr_eq(new, listed));
+                    let i: usize = listed.metadata.name.as_ref().unwrap()[4..].parse().unwrap();
+                    assert_eq!(*old, bench_like(i, i % 3));
+                }
+                (r, n) => panic!("round {r}: unexpected {n:?}"),
+            }
+        }
+    }
+}
+
 fn bench_like(i: usize, app: usize) -> Arc<Pod> {
     let mut p = Pod::default();
     p.metadata.name = Some(format!("pod-{i}"));
