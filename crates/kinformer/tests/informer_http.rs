@@ -78,6 +78,13 @@ async fn stop(cancel: CancellationToken, task: tokio::task::JoinHandle<()>) {
         .unwrap();
 }
 
+/// A lister-watcher with a short request timeout: a request the HTTP client loses when the
+/// server closes a connection as it is queued (see `kinformer::kube`) is retried well within
+/// the tests' convergence deadlines.
+fn lw(api: Api<Pod>) -> KubeListerWatcher<Pod> {
+    KubeListerWatcher::new(api).with_request_timeout(Duration::from_secs(3))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_pods_sync_over_http_by_watch_list_and_by_paged_list() {
     let server = start_server().await;
@@ -86,7 +93,7 @@ async fn ten_thousand_pods_sync_over_http_by_watch_list_and_by_paged_list() {
     let client = server.client_without_retries().unwrap();
     for watch_list in [true, false] {
         let informer = SharedIndexInformer::new(
-            KubeListerWatcher::new(Api::<Pod>::all(client.clone())),
+            lw(Api::<Pod>::all(client.clone())),
             InformerOptions::new("pods")
                 .with_watch_list(watch_list)
                 .with_backoff(short_backoff),
@@ -150,7 +157,7 @@ async fn creates_updates_and_deletes_reach_the_handler_in_order_per_key() {
     }
     let client = server.client_without_retries().unwrap();
     let informer = SharedIndexInformer::new(
-        KubeListerWatcher::new(Api::<Pod>::namespaced(client, ns)),
+        lw(Api::<Pod>::namespaced(client, ns)),
         InformerOptions::new(ns).with_backoff(short_backoff),
     );
     let tracker = Arc::new(Tracker::default());
@@ -297,7 +304,7 @@ async fn retry_after_on_a_throttled_watch_is_honoured_without_a_relist() {
     }
     let client = server.client_without_retries().unwrap();
     let informer = SharedIndexInformer::new(
-        KubeListerWatcher::new(Api::<Pod>::namespaced(client, ns)),
+        lw(Api::<Pod>::namespaced(client, ns)),
         InformerOptions::new(ns)
             .with_watch_list(false)
             .with_backoff(short_backoff),
@@ -448,10 +455,8 @@ async fn run_seed(server: &ApiServer, client: &Client, seed: u64) -> Result<Seed
     if let Some(size) = config.page_size {
         options = options.with_page_size(size);
     }
-    let informer = SharedIndexInformer::new(
-        KubeListerWatcher::new(Api::<Pod>::namespaced(client.clone(), &ns)),
-        options,
-    );
+    let informer =
+        SharedIndexInformer::new(lw(Api::<Pod>::namespaced(client.clone(), &ns)), options);
     let tracker = Arc::new(Tracker::default());
     informer
         .add_event_handler(Arc::clone(&tracker))

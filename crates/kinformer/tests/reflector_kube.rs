@@ -233,3 +233,32 @@ async fn reflector_over_kube_lists_then_watches_and_survives_a_bad_object() {
         "{errors:?}"
     );
 }
+
+/// A server that accepts connections, reads the requests and never answers.
+async fn silent_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let mut chunk = [0u8; 4096];
+            let _ = sock.read(&mut chunk).await;
+            open.push(sock); // keep it open, say nothing
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_list_or_watch_without_a_response_fails_after_the_request_timeout() {
+    let url = silent_server().await;
+    let lw = lw(&url).with_request_timeout(Duration::from_secs(5));
+    let is_timeout = |e: &ListWatchError| matches!(e, ListWatchError::Transport { message, .. } if message.contains("within 5s"));
+    let err = lw.list(&ListOptions::default()).await.unwrap_err();
+    assert!(is_timeout(&err), "{err:?}");
+    let err = match lw.watch(&WatchOptions::default()).await {
+        Err(e) => e,
+        Ok(_) => panic!("a watch without a response began"),
+    };
+    assert!(is_timeout(&err), "{err:?}");
+}

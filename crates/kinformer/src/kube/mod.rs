@@ -11,7 +11,12 @@
 //!   it when a limit is set; client-go sends both, and the reflector's page-size rules assume
 //!   it);
 //! - a watch that stays silent past `timeoutSeconds` + 30 s ends (cleanly), so that a silently
-//!   dropped connection is noticed and re-watched.
+//!   dropped connection is noticed and re-watched;
+//! - a list that has not completed, or a watch whose response has not begun, within the
+//!   request timeout (default 60 s, [`KubeListerWatcher::with_request_timeout`]) fails with a
+//!   transport error, so the reflector backs off and retries. Without it a request can wait
+//!   forever: when the server closes a keep-alive connection just as the client queues a
+//!   request on it, the HTTP client can lose the request without completing or failing it.
 //!
 //! Retry-After comes from the status body's `details.retryAfterSeconds`: kube does not expose
 //! response headers; the API server sets both to the same value.
@@ -38,11 +43,14 @@ use serde::de::DeserializeOwned;
 
 use crate::cache::listwatch::{
     ListOptions, ListWatchError, ListerWatcher, ObjectList, ResourceVersionMatch, Selectors,
-    WatchOptions, WatchStream,
+    TransportErrorKind, WatchOptions, WatchStream,
 };
 
 /// How long past its `timeoutSeconds` a silent watch is kept open.
 const WATCH_GRACE: Duration = Duration::from_secs(30);
+
+/// The default [`KubeListerWatcher::with_request_timeout`].
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A [`ListerWatcher`] over a `kube::Api`.
 ///
@@ -67,6 +75,7 @@ pub struct KubeListerWatcher<K> {
     request: Request,
     metadata: bool,
     selectors: Selectors,
+    request_timeout: Duration,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -77,6 +86,7 @@ impl<K> Clone for KubeListerWatcher<K> {
             request: Request::new(self.request.url_path.clone()),
             metadata: self.metadata,
             selectors: self.selectors.clone(),
+            request_timeout: self.request_timeout,
             _k: PhantomData,
         }
     }
@@ -122,8 +132,18 @@ impl<K> KubeListerWatcher<K> {
             request: Request::new(url_path),
             metadata,
             selectors: Selectors::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             _k: PhantomData,
         }
+    }
+
+    /// How long a list may take to complete, and a watch to begin its response, before the
+    /// call fails with a transport error (default [`DEFAULT_REQUEST_TIMEOUT`]). Lists are
+    /// paged by the reflector, so one page rarely needs more than a second or two.
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
     }
 
     /// Restricts every list and watch by a label selector (unless the options carry one).
@@ -232,8 +252,11 @@ where
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
         let req = self.list_request(options);
         let client = self.client.clone();
+        let limit = self.request_timeout;
         async move {
-            let body = client.request_text(req?).await.map_err(error::from_kube)?;
+            let body = within(limit, "list", client.request_text(req?))
+                .await?
+                .map_err(error::from_kube)?;
             decode::decode_list::<K>(&body)
         }
     }
@@ -245,10 +268,10 @@ where
         let req = self.watch_request(options);
         let client = self.client.clone();
         let deadline = options.timeout.map(|t| t + WATCH_GRACE);
+        let limit = self.request_timeout;
         async move {
-            let body = client
-                .request_stream(req?)
-                .await
+            let body = within(limit, "watch", client.request_stream(req?))
+                .await?
                 .map_err(error::from_kube)?;
             let lines = Box::pin(body).lines().into_stream();
             let events = lines
@@ -271,6 +294,20 @@ where
             Ok(stream)
         }
     }
+}
+
+/// `fut`, failed with a transport error if it has not finished within `limit`.
+async fn within<T>(
+    limit: Duration,
+    what: &str,
+    fut: impl Future<Output = T>,
+) -> Result<T, ListWatchError> {
+    tokio::time::timeout(limit, fut)
+        .await
+        .map_err(|_| ListWatchError::Transport {
+            kind: TransportErrorKind::Other,
+            message: format!("no {what} response within {limit:?}"),
+        })
 }
 
 #[cfg(test)]
