@@ -15,7 +15,7 @@ use axum::Router;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, ReusableBoxFuture};
 
 use crate::faults::Faults;
 use crate::resource::ResourceDef;
@@ -269,14 +269,7 @@ impl axum::serve::Listener for FaultyListener {
                     }
                     let _ = s.set_nodelay(true);
                     let epoch = *self.restarts.borrow();
-                    return (
-                        RestartableIo {
-                            inner: s,
-                            epoch,
-                            restarts: self.restarts.clone(),
-                        },
-                        a,
-                    );
+                    return (RestartableIo::new(s, epoch, self.restarts.clone()), a);
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "accept failed");
@@ -291,16 +284,47 @@ impl axum::serve::Listener for FaultyListener {
     }
 }
 
-/// A connection that fails its next read or write once a restart has been simulated.
+/// A connection that breaks when a restart is simulated: an idle keep-alive connection is
+/// woken and closed at once (as a real restart would), so clients drop it from their pools
+/// instead of reusing a dead connection.
 struct RestartableIo {
     inner: TcpStream,
     epoch: u64,
     restarts: watch::Receiver<u64>,
+    /// Completes when the restart counter moves past `epoch`; polled by reads so that a
+    /// connection parked in a read is woken by the restart. Never polled again once `broken`.
+    restarted: ReusableBoxFuture<'static, ()>,
 }
 
 impl RestartableIo {
+    fn new(inner: TcpStream, epoch: u64, restarts: watch::Receiver<u64>) -> Self {
+        let mut rx = restarts.clone();
+        let restarted = ReusableBoxFuture::new(async move {
+            loop {
+                if *rx.borrow_and_update() != epoch {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    // The server is gone; its shutdown closes the connection.
+                    std::future::pending::<()>().await;
+                }
+            }
+        });
+        RestartableIo {
+            inner,
+            epoch,
+            restarts,
+            restarted,
+        }
+    }
+
     fn broken(&self) -> bool {
         *self.restarts.borrow() != self.epoch
+    }
+
+    /// True once a restart happened; registers the waker otherwise.
+    fn poll_restarted(&mut self, cx: &mut Context<'_>) -> bool {
+        self.broken() || self.restarted.poll(cx).is_ready()
     }
 }
 
@@ -314,7 +338,7 @@ impl AsyncRead for RestartableIo {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        if self.broken() {
+        if self.poll_restarted(cx) {
             return Poll::Ready(Err(reset()));
         }
         Pin::new(&mut self.inner).poll_read(cx, buf)

@@ -96,6 +96,25 @@ async fn a_simulated_restart_closes_watches_and_refuses_connections_for_a_while(
 }
 
 #[tokio::test]
+async fn a_client_with_pooled_connections_recovers_after_a_simulated_restart() {
+    let server = TestServer::start().await.unwrap();
+    let cms: Api<ConfigMap> = Api::default_namespaced(server.client_without_retries().unwrap());
+    // Leaves an idle keep-alive connection in the client's pool.
+    cms.list(&ListParams::default()).await.unwrap();
+    server
+        .faults()
+        .inject(Fault::RefuseConnections(Duration::from_millis(200)));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while server.faults().refusing() {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The restart closed the pooled connection, so the same client's next request opens a
+    // new one and succeeds instead of failing on a dead connection.
+    cms.list(&ListParams::default()).await.unwrap();
+}
+
+#[tokio::test]
 async fn expired_continue_tokens_and_delays_are_injectable() {
     let server = TestServer::start().await.unwrap();
     kinformer_apiserver::seed_bench_pods(server.store(), 4).unwrap();
