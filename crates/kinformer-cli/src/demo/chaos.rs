@@ -42,9 +42,9 @@ impl ChaosLevel {
     /// The outage in the middle of the chaos phase: every watch ends and every request
     /// fails with 500 for this long.
     ///
-    /// (Not a refused-connection restart: the embedded server's simulated restart leaves
-    /// idle keep-alive connections open but dead, which a client pool then trips over for
-    /// a long time; a real restart closes them.)
+    /// (Not a refused-connection restart: closing connections can make the HTTP client lose
+    /// a request queued on one, which the informers retry only after their request timeout,
+    /// 60 s by default — longer than this demo should stall.)
     pub fn outage(self) -> Option<Duration> {
         match self {
             ChaosLevel::Off => None,
