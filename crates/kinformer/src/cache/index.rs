@@ -109,8 +109,8 @@ impl<S> Default for Index<S> {
 
 impl<S: EntrySet> Index<S> {
     /// Moves `key` from the `old` values to the `new` values, recording `entry` for it (also
-    /// under values that did not change). New value strings are moved out of `new` (left
-    /// empty) when they create an index entry.
+    /// under values that did not change). The value strings are moved out of `new` (left
+    /// empty).
     pub(crate) fn update(
         &mut self,
         key: &ObjectKey,
@@ -119,25 +119,40 @@ impl<S: EntrySet> Index<S> {
         new: &mut [String],
     ) {
         for o in old {
-            if new.contains(o) {
-                continue;
-            }
-            if let Some(set) = self.map.get_mut(o.as_str()) {
-                set.remove_key(key);
-                if set.is_empty() {
-                    self.map.remove(o.as_str());
-                }
+            if !new.contains(o) {
+                self.remove(o, key);
             }
         }
         for n in new.iter_mut() {
-            match self.map.get_mut(n.as_str()) {
-                // Unchanged values keep the key; the entry is refreshed in place.
-                Some(set) => set.put(key, entry),
-                None => {
-                    let mut set = S::with_one();
-                    set.put(key, entry);
-                    self.map.insert(std::mem::take(n), set);
-                }
+            // Unchanged values keep the key; the entry is refreshed in place.
+            self.put(std::mem::take(n), key, entry);
+        }
+    }
+
+    /// Records `entry` for `key` under `value` (creating the value's set if needed; an owned
+    /// `value` is moved into the map then, a borrowed one copied).
+    pub(crate) fn put(
+        &mut self,
+        value: impl AsRef<str> + Into<String>,
+        key: &ObjectKey,
+        entry: &S::Entry,
+    ) {
+        match self.map.get_mut(value.as_ref()) {
+            Some(set) => set.put(key, entry),
+            None => {
+                let mut set = S::with_one();
+                set.put(key, entry);
+                self.map.insert(value.into(), set);
+            }
+        }
+    }
+
+    /// Removes `key` from `value`'s set, and the set once empty.
+    pub(crate) fn remove(&mut self, value: &str, key: &ObjectKey) {
+        if let Some(set) = self.map.get_mut(value) {
+            set.remove_key(key);
+            if set.is_empty() {
+                self.map.remove(value);
             }
         }
     }

@@ -173,9 +173,7 @@ impl Tables<Blob> {
             .map(|(k, b)| (k.clone(), Arc::clone(b)))
             .collect()
     }
-}
 
-impl Tables<Blob> {
     /// Re-encodes every blob the codec wants to change (after a dictionary was trained), in
     /// the item map and in every index entry.
     fn recompress<K>(&mut self, codec: &dyn ObjectCodec<K>) -> Result<(), IndexerError> {
@@ -473,17 +471,18 @@ impl<K: Resource> Indexer<K> {
     ) -> Result<Vec<Arc<K>>, IndexerError> {
         blobs
             .iter()
-            .map(|(k, b)| self.decode_read(codec, k, b))
+            .map(|(k, b)| self.decode_stored(codec, k, b, true))
             .collect()
     }
 
     /// Compact mode: the object `blob` (stored under `key`) encodes, from the hot-object cache
-    /// when it holds that very encoding, else decoded (and remembered there).
-    fn decode_read(
+    /// when it holds that very encoding, else decoded (and, with `remember`, cached).
+    fn decode_stored(
         &self,
         codec: &dyn ObjectCodec<K>,
         key: &ObjectKey,
         blob: &Blob,
+        remember: bool,
     ) -> Result<Arc<K>, IndexerError> {
         let Some(hot) = &self.hot else {
             return decode_arc(codec, key.as_str(), blob);
@@ -492,7 +491,9 @@ impl<K: Resource> Indexer<K> {
             return Ok(obj);
         }
         let obj = decode_arc(codec, key.as_str(), blob)?;
-        hot.insert(key, blob, &obj);
+        if remember {
+            hot.insert(key, blob, &obj);
+        }
         Ok(obj)
     }
 
@@ -534,14 +535,21 @@ impl<K: Resource> Indexer<K> {
                     Arc::clone(&s.indexers),
                 )
             };
+            if let Some(stored) = old_blob.as_ref().filter(|b| ***b == *blob) {
+                // Identical bytes: the stored object equals `obj` (nothing to decode), and so
+                // do its index values; nothing to change.
+                if let Some(hot) = &self.hot {
+                    hot.insert(&key, stored, &obj);
+                }
+                return Ok(Upserted {
+                    old: Some(Arc::clone(&obj)),
+                    new: obj,
+                });
+            }
             let old = match &old_blob {
-                Some(b) => Some(self.decode_read(codec.as_ref(), &key, b)?),
+                Some(b) => Some(self.decode_stored(codec.as_ref(), &key, b, true)?),
                 None => None,
             };
-            if old_blob.as_deref() == Some(&*blob) {
-                // Identical bytes: same object, same index values; nothing to change.
-                return Ok(Upserted { old, new: obj });
-            }
             self.put_indexed(&funcs, &key, &obj, old.as_deref(), &blob, |s| {
                 &mut s.compact
             })?;
@@ -639,7 +647,7 @@ impl<K: Resource> Indexer<K> {
                 )
             };
             let Some(blob) = blob else { return Ok(None) };
-            let old = self.decode_read(codec.as_ref(), &key, &blob)?;
+            let old = self.decode_stored(codec.as_ref(), &key, &blob, true)?;
             let old_vals = compute_values(&funcs, &key, &old)?;
             self.state.write().compact.take(&key, &blob, &old_vals);
             if let Some(hot) = &self.hot {
@@ -763,7 +771,7 @@ impl<K: Resource> Indexer<K> {
             .get_key_value(key)
             .map(|(k, b)| (k.clone(), Arc::clone(b)));
         found
-            .map(|(k, b)| self.decode_read(codec.as_ref(), &k, &b))
+            .map(|(k, b)| self.decode_stored(codec.as_ref(), &k, &b, true))
             .transpose()
     }
 

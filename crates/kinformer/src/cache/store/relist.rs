@@ -22,7 +22,7 @@ use std::sync::Arc;
 use kube_core::Resource;
 
 use super::previous::{OldBlobs, PreviousItems};
-use super::{Indexer, IndexerError, Tables, compute_values, decode_arc};
+use super::{Indexer, IndexerError, Tables, compute_values};
 use crate::cache::ObjectKey;
 use crate::cache::compact::{Blob, ObjectCodec};
 use crate::cache::index::{FastMap, IndexFunc, IndexValues};
@@ -61,7 +61,11 @@ pub(super) struct Staged {
 impl Staged {
     /// True for a listed object whose encoding equals the one stored before.
     pub(super) fn unchanged(&self) -> bool {
-        self.pos_kind & KIND_MASK == KIND_UNCHANGED
+        self.kind() == KIND_UNCHANGED
+    }
+
+    fn kind(&self) -> u32 {
+        self.pos_kind & KIND_MASK
     }
 
     fn pos(&self) -> u32 {
@@ -143,27 +147,12 @@ fn apply_ops(
     values: &[&str],
 ) {
     for op in ops {
-        let index = ((op >> OP_INDEX_SHIFT) as usize) & OP_INDEX_MAX;
+        let index = &mut tables.indices[((op >> OP_INDEX_SHIFT) as usize) & OP_INDEX_MAX];
         let value = values[(op & OP_VALUE_MASK) as usize];
-        let map = &mut tables.indices[index].map;
         if op & OP_REMOVE != 0 {
-            if let Some(set) = map.get_mut(value) {
-                set.remove(key);
-                if set.is_empty() {
-                    map.remove(value);
-                }
-            }
+            index.remove(value, key);
         } else if let Some(blob) = new {
-            match map.get_mut(value) {
-                Some(set) => {
-                    set.insert(key.clone(), Arc::clone(blob));
-                }
-                None => {
-                    let mut set = FastMap::with_capacity_and_hasher(1, Default::default());
-                    set.insert(key.clone(), Arc::clone(blob));
-                    map.insert(value.to_owned(), set);
-                }
-            }
+            index.put(value, key, blob);
         }
         if op & OP_END != 0 {
             break;
@@ -220,14 +209,7 @@ impl<K: Resource> Indexer<K> {
                     let new_vals = compute_values(funcs, &key, &obj)?;
                     let (key, old_vals) = match stored {
                         Some((stored_key, old)) => {
-                            let old_obj = match &self.hot {
-                                Some(hot) => hot.get(key.as_str(), &old),
-                                None => None,
-                            };
-                            let old_obj = match old_obj {
-                                Some(o) => o,
-                                None => decode_arc(codec.as_ref(), key.as_str(), &old)?,
-                            };
+                            let old_obj = self.decode_stored(codec.as_ref(), &key, &old, false)?;
                             (stored_key, Some(compute_values(funcs, &key, &old_obj)?))
                         }
                         None => (key, None),
@@ -272,7 +254,7 @@ impl<K: Resource> Indexer<K> {
         };
         let listed = staged.len();
         for (key, old) in vanished {
-            let old_obj = decode_arc(codec.as_ref(), key.as_str(), &old)?;
+            let old_obj = self.decode_stored(codec.as_ref(), &key, &old, false)?;
             let old_vals = compute_values(funcs, &key, &old_obj)?;
             let Some((start, has)) = ops.push(n, Some(&old_vals), None) else {
                 return Ok(None);
@@ -297,7 +279,7 @@ impl<K: Resource> Indexer<K> {
             } else {
                 &[]
             };
-            match e.pos_kind & KIND_MASK {
+            match e.kind() {
                 KIND_UNCHANGED => e.blob = tables.items.get(e.key.as_str()).cloned(),
                 KIND_CHANGED => {
                     let new = e.blob.take();
@@ -314,10 +296,7 @@ impl<K: Resource> Indexer<K> {
         }
         drop(s);
         if let Some(hot) = &self.hot {
-            for e in staged
-                .iter()
-                .filter(|e| e.pos_kind & KIND_MASK == KIND_VANISHED)
-            {
+            for e in staged.iter().filter(|e| e.kind() == KIND_VANISHED) {
                 hot.remove(e.key.as_str());
             }
         }
