@@ -22,6 +22,11 @@ struct Keyed<K> {
     /// empty.
     items: FastMap<ObjectKey, Vec<Delta<K>>>,
     queue: VecDeque<ObjectKey>,
+    /// The key popped and being processed (outside the lock), with the object the consumer
+    /// will know under it once processing ends (`None` if its last delta is a delete). While
+    /// set, it stands in for `known_objects` on that key: client-go processes a pop under the
+    /// queue's lock, so a delete or relist racing with the processing sees its outcome.
+    in_flight: Option<(ObjectKey, Option<Arc<K>>)>,
 }
 
 impl<K> Keyed<K> {
@@ -100,6 +105,15 @@ pub struct DeltaFifo<K> {
     emit_delta_type_replaced: bool,
 }
 
+/// Clears the in-flight key when the processing of a pop ends (also if it panics).
+struct InFlightKey<'a, K>(&'a DeltaFifo<K>);
+
+impl<K> Drop for InFlightKey<'_, K> {
+    fn drop(&mut self) {
+        self.0.core.lock().data.in_flight = None;
+    }
+}
+
 impl<K> fmt::Debug for DeltaFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.core.lock();
@@ -125,6 +139,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             core: FifoCore::new(Keyed {
                 items: FastMap::default(),
                 queue: VecDeque::new(),
+                in_flight: None,
             }),
             known_objects: None,
             transformer: None,
@@ -184,9 +199,28 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             let key = s.data.queue.pop_front()?;
             let deltas = s.data.items.remove(key.as_str()).unwrap_or_default();
             debug_assert!(!deltas.is_empty(), "queued key without deltas");
+            let outcome = match deltas.last() {
+                Some(Delta::Deleted(_)) | None => None,
+                Some(d) => d.object().cloned(),
+            };
+            s.data.in_flight = Some((key, outcome));
             Some((deltas, 1))
         };
+        let process = |popped| {
+            let _done = InFlightKey(self);
+            process(popped)
+        };
         self.core.pop_with(take, process).await
+    }
+
+    /// What the consumer knows (or will know once the popped item is processed) under `key`.
+    fn known(&self, data: &Keyed<K>, key: &str) -> Option<Arc<K>> {
+        if let Some((k, outcome)) = &data.in_flight
+            && k.as_str() == key
+        {
+            return outcome.clone();
+        }
+        self.known_objects.as_ref()?.get_by_key(key)
     }
 
     /// Closes the queue; see [`Queue::close`].
@@ -235,10 +269,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
         let mut s = self.core.lock_open()?;
         s.populated = true;
         let queued = s.data.items.contains_key(key.as_str());
-        let known = match &self.known_objects {
-            Some(k) => k.get_by_key(key.as_str()).is_some(),
-            None => false,
-        };
+        let known = self.known(&s.data, key.as_str()).is_some();
         if !queued && !known {
             // Neither queued nor known to the consumer: nothing to tell anyone.
             return Ok(());
@@ -290,24 +321,32 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
             s.data
                 .queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
         }
-        // Deletions of known keys missing from the list with nothing queued.
-        if let Some(known) = &self.known_objects {
-            for key in known.list_keys() {
-                if keys.contains(key.as_str()) || s.data.items.contains_key(key.as_str()) {
-                    continue;
-                }
-                let Some(obj) = known.get_by_key(key.as_str()) else {
-                    tracing::warn!(%key, "known key has no object during replace");
-                    continue;
-                };
-                queued_deletions += 1;
-                let tomb = DeletedFinalStateUnknown {
-                    key: key.clone(),
-                    obj,
-                };
-                s.data
-                    .queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
+        // Deletions of known keys missing from the list with nothing queued (the key being
+        // processed counts as known if its processing leaves an object).
+        let mut known_keys = self
+            .known_objects
+            .as_ref()
+            .map(|k| k.list_keys())
+            .unwrap_or_default();
+        if let Some((key, Some(_))) = &s.data.in_flight {
+            // Listed twice at most: the second time it is queued (or listed) already.
+            known_keys.push(key.clone());
+        }
+        for key in known_keys {
+            if keys.contains(key.as_str()) || s.data.items.contains_key(key.as_str()) {
+                continue;
             }
+            let Some(obj) = self.known(&s.data, key.as_str()) else {
+                // A known key whose in-flight delete is being applied: nothing to add.
+                continue;
+            };
+            queued_deletions += 1;
+            let tomb = DeletedFinalStateUnknown {
+                key: key.clone(),
+                obj,
+            };
+            s.data
+                .queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
         }
         s.populate(keys.len() + queued_deletions);
         drop(s);
@@ -415,6 +454,58 @@ mod tests {
             popped_key(&pop(&f).await),
         ];
         assert_eq!(order, ["ns/a", "ns/b", "ns/c"]);
+    }
+
+    #[tokio::test]
+    async fn a_delete_racing_with_the_processing_of_its_add_is_kept() {
+        let known = known_with(&[]);
+        let f = DeltaFifo::new().with_known_objects(Arc::clone(&known) as _);
+        let a = pod("ns", "a", &[]);
+        f.add(Arc::clone(&a)).unwrap();
+        // The delete arrives after the add was popped, before it reached the store.
+        f.pop_with(|_| {
+            f.delete(Arc::clone(&a)).unwrap();
+            known.add(Arc::clone(&a)).unwrap();
+        })
+        .await
+        .unwrap();
+        let queued = f.get_by_key("ns/a").expect("the delete is queued");
+        assert_eq!(kinds(&queued), [DeltaType::Deleted]);
+    }
+
+    #[tokio::test]
+    async fn a_relist_racing_with_the_processing_of_an_add_tombstones_it() {
+        let known = known_with(&[]);
+        let f = DeltaFifo::new().with_known_objects(Arc::clone(&known) as _);
+        let b = pod("ns", "b", &[]);
+        f.add(Arc::clone(&b)).unwrap();
+        f.pop_with(|_| {
+            f.replace(Vec::new(), "9").unwrap();
+            known.add(Arc::clone(&b)).unwrap();
+        })
+        .await
+        .unwrap();
+        let queued = f.get_by_key("ns/b").expect("a tombstone is queued");
+        assert!(matches!(
+            queued.as_slice(),
+            [Delta::Deleted(DeletedObject::Tombstone(t))] if t.key.as_str() == "ns/b"
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_delete_racing_with_the_processing_of_a_delete_is_dropped() {
+        let a = pod("ns", "a", &[]);
+        let known = known_with(&[Arc::clone(&a)]);
+        let f = DeltaFifo::new().with_known_objects(Arc::clone(&known) as _);
+        f.delete(Arc::clone(&a)).unwrap();
+        f.pop_with(|_| {
+            f.delete(Arc::clone(&a)).unwrap();
+            f.replace(Vec::new(), "9").unwrap();
+            known.delete(&a).unwrap();
+        })
+        .await
+        .unwrap();
+        assert!(f.is_empty(), "{:?}", f.list_keys());
     }
 
     #[tokio::test]
