@@ -1,5 +1,6 @@
 //! SharedIndexInformer behaviour against the in-memory FakeListerWatcher, on tokio's paused
-//! clock. Every scenario runs once per queue kind (RealFIFO and DeltaFIFO).
+//! clock. Every scenario runs once per queue kind (RealFIFO and DeltaFIFO) and storage (typed and
+//! compact).
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
@@ -10,8 +11,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::cache::{
-    DeletedObject, FakeListerWatcher, HasSynced, InformerError, InformerOptions, QueueKind,
-    ReflectorError, ResourceEventHandler, SharedIndexInformer, label_index_func,
+    CompactOptions, DeletedObject, FakeListerWatcher, HasSynced, InformerError, InformerOptions,
+    QueueKind, ReflectorError, ResourceEventHandler, SharedIndexInformer, Storage,
+    label_index_func,
 };
 use kube_core::ObjectMeta;
 use parking_lot::Mutex;
@@ -114,13 +116,27 @@ impl Running {
     }
 }
 
+/// One way to build the informer under test.
+#[derive(Debug, Clone, Copy)]
+struct Mode {
+    queue: QueueKind,
+    compact: bool,
+}
+
 fn informer(
     lw: &FakeListerWatcher<ConfigMap>,
-    kind: QueueKind,
+    mode: Mode,
     resync: Duration,
 ) -> SharedIndexInformer<ConfigMap> {
+    let storage = if mode.compact {
+        // A dictionary trained on the first two objects, so compressed blobs are exercised.
+        Storage::compact(CompactOptions::default().train_after(2))
+    } else {
+        Storage::typed()
+    };
     let options = InformerOptions::new("test")
-        .with_queue(kind)
+        .with_queue(mode.queue)
+        .with_storage(storage)
         .with_resync_period(resync);
     SharedIndexInformer::new(lw.clone(), options)
 }
@@ -150,15 +166,18 @@ async fn eventually(what: &str, cond: impl Fn() -> bool) {
     panic!("timed out waiting for: {what}");
 }
 
-/// Runs `scenario` once per queue kind.
-async fn for_both_queues<F, Fut>(scenario: F)
+/// Runs `scenario` once per queue kind and storage.
+async fn for_each_mode<F, Fut>(scenario: F)
 where
-    F: Fn(QueueKind) -> Fut,
+    F: Fn(Mode) -> Fut,
     Fut: Future<Output = ()>,
 {
-    for kind in [QueueKind::RealFifo, QueueKind::DeltaFifo] {
-        eprintln!("queue kind: {kind:?}");
-        scenario(kind).await;
+    for queue in [QueueKind::RealFifo, QueueKind::DeltaFifo] {
+        for compact in [false, true] {
+            let mode = Mode { queue, compact };
+            eprintln!("mode: {mode:?}");
+            scenario(mode).await;
+        }
     }
 }
 
@@ -166,7 +185,7 @@ where
 
 #[tokio::test(start_paused = true)]
 async fn the_initial_list_arrives_as_adds_marked_initial() {
-    for_both_queues(|kind| async move {
+    for_each_mode(|kind| async move {
         let lw = FakeListerWatcher::new();
         for n in ["a", "b", "c"] {
             lw.add(cm(n)).unwrap();
@@ -197,7 +216,7 @@ async fn the_initial_list_arrives_as_adds_marked_initial() {
 
 #[tokio::test(start_paused = true)]
 async fn an_empty_initial_list_still_syncs() {
-    for_both_queues(|kind| async move {
+    for_each_mode(|kind| async move {
         let lw = FakeListerWatcher::<ConfigMap>::new();
         let inf = informer(&lw, kind, Duration::ZERO);
         let reg = inf.add_event_handler(Recorder::default()).unwrap();
@@ -211,7 +230,7 @@ async fn an_empty_initial_list_still_syncs() {
 
 #[tokio::test(start_paused = true)]
 async fn watch_events_reach_handlers_in_order_per_key() {
-    for_both_queues(|kind| async move {
+    for_each_mode(|kind| async move {
         let lw = FakeListerWatcher::new();
         lw.add(cm("other")).unwrap();
         let inf = informer(&lw, kind, Duration::ZERO);
@@ -247,7 +266,7 @@ async fn watch_events_reach_handlers_in_order_per_key() {
 
 #[tokio::test(start_paused = true)]
 async fn a_relist_after_410_turns_missed_deletes_into_tombstones() {
-    for_both_queues(|kind| async move {
+    for_each_mode(|kind| async move {
         let lw = FakeListerWatcher::new();
         lw.add(cm("a")).unwrap();
         lw.add(cm("b")).unwrap();
@@ -294,7 +313,7 @@ async fn a_relist_after_410_turns_missed_deletes_into_tombstones() {
 
 #[tokio::test(start_paused = true)]
 async fn a_late_handler_gets_the_cache_replayed_without_gaps_or_duplicates() {
-    for_both_queues(|kind| async move {
+    for_each_mode(|kind| async move {
         let lw = FakeListerWatcher::new();
         for i in 0..50 {
             lw.add(cm(&format!("pre-{i}"))).unwrap();
@@ -349,7 +368,7 @@ async fn a_late_handler_gets_the_cache_replayed_without_gaps_or_duplicates() {
 
 #[tokio::test(start_paused = true)]
 async fn resync_goes_only_to_handlers_whose_period_is_due() {
-    for_both_queues(|kind| async move {
+    for_each_mode(|kind| async move {
         let lw = FakeListerWatcher::new();
         lw.add(cm("a")).unwrap();
         lw.add(cm("b")).unwrap();
@@ -390,7 +409,7 @@ async fn resync_goes_only_to_handlers_whose_period_is_due() {
 
 #[tokio::test(start_paused = true)]
 async fn a_removed_handler_receives_nothing_more() {
-    for_both_queues(|kind| async move {
+    for_each_mode(|kind| async move {
         let lw = FakeListerWatcher::new();
         lw.add(cm("a")).unwrap();
         let inf = informer(&lw, kind, Duration::ZERO);
@@ -416,7 +435,7 @@ async fn a_removed_handler_receives_nothing_more() {
 
 #[tokio::test(start_paused = true)]
 async fn indexers_added_after_the_start_are_back_filled() {
-    for_both_queues(|kind| async move {
+    for_each_mode(|kind| async move {
         let lw = FakeListerWatcher::new();
         lw.add(cm_labelled("a", "web")).unwrap();
         lw.add(cm_labelled("b", "db")).unwrap();
@@ -452,7 +471,7 @@ async fn indexers_added_after_the_start_are_back_filled() {
 
 #[tokio::test(start_paused = true)]
 async fn shutdown_leaves_no_task_and_refuses_new_handlers() {
-    for_both_queues(|kind| async move {
+    for_each_mode(|kind| async move {
         let metrics = tokio::runtime::Handle::current().metrics();
         let before = metrics.num_alive_tasks();
         let lw = FakeListerWatcher::new();
@@ -487,7 +506,7 @@ async fn shutdown_leaves_no_task_and_refuses_new_handlers() {
 
 #[tokio::test(start_paused = true)]
 async fn transform_and_watch_error_handler_are_set_before_the_start_only() {
-    for_both_queues(|kind| async move {
+    for_each_mode(|kind| async move {
         let lw = FakeListerWatcher::new();
         lw.add(cm("a")).unwrap();
         // The first watch-list fails to start (the reflector reports it and falls back to
@@ -553,7 +572,7 @@ impl ResourceEventHandler<ConfigMap> for Gated {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn a_slow_handler_delays_neither_the_others_nor_its_own_sync_tracking() {
-    for_both_queues(|kind| async move {
+    for_each_mode(|kind| async move {
         let bound = Duration::from_secs(20);
         let lw = FakeListerWatcher::new();
         lw.add(cm("a")).unwrap();

@@ -7,8 +7,9 @@
 //! deleted must have reached the handler as a delete or a tombstone; per key, notifications
 //! must continue from the version the handler saw last.
 //!
-//! The randomized suite runs 200 seeds (2,000 with `KINFORMER_LONG_TESTS=1`;
-//! `KINFORMER_E2E_SEED=<n>` runs one). Each seed works in its own namespace on one of a few
+//! The randomized suite runs 200 seeds (2,000 with `KINFORMER_LONG_TESTS=1`), a third each with
+//! typed pods, typed pods in compact storage and lazy pods in compact storage
+//! (`KINFORMER_E2E_SEED=<n>` runs one). Each seed works in its own namespace on one of a few
 //! shared servers, one informer per server at a time (faults are per server).
 
 #![cfg(feature = "kube")]
@@ -23,14 +24,17 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::{
-    HasSynced, InformerOptions, QueueKind, SharedIndexInformer, SharedInformerFactory,
+    CompactOptions, HasSynced, InformerOptions, Lazy, QueueKind, SharedIndexInformer,
+    SharedInformerFactory, Storage,
 };
 use kinformer::kube::KubeListerWatcher;
 use kinformer::wait::{BackoffManager, ExponentialBackoffManager};
 use kinformer_apiserver::{ApiServer, Fault, ServerConfig, TestServer, seed_bench_pods};
 use kube::{Api, Client};
+use kube_core::Resource;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use serde::de::DeserializeOwned;
 use serde_json::json;
 use support::{Seen, Tracker, cache_pods, diff, server_pods, small_pod, wait_converged};
 use tokio::time::{Instant, timeout};
@@ -59,8 +63,8 @@ async fn start_server() -> ApiServer {
 }
 
 /// Runs `informer` on a task; returns the token that stops it and the task.
-fn spawn_informer(
-    informer: &SharedIndexInformer<Pod>,
+fn spawn_informer<K: Resource + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
 ) -> (CancellationToken, tokio::task::JoinHandle<()>) {
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
@@ -81,7 +85,7 @@ async fn stop(cancel: CancellationToken, task: tokio::task::JoinHandle<()>) {
 /// A lister-watcher with a short request timeout: a request the HTTP client loses when the
 /// server closes a connection as it is queued (see `kinformer::kube`) is retried well within
 /// the tests' convergence deadlines.
-fn lw(api: Api<Pod>) -> KubeListerWatcher<Pod> {
+fn lw<K: Resource + DeserializeOwned + Send + Sync + 'static>(api: Api<K>) -> KubeListerWatcher<K> {
     KubeListerWatcher::new(api).with_request_timeout(Duration::from_secs(3))
 }
 
@@ -421,9 +425,35 @@ fn random_fault(rng: &mut StdRng) -> Fault {
     }
 }
 
+/// Compact storage with a dictionary trained early, so the seeds exercise compressed objects.
+fn small_compact<K: Resource + serde::Serialize + DeserializeOwned + 'static>() -> Storage<K> {
+    Storage::compact(CompactOptions::default().train_after(10))
+}
+
 /// One seed: a namespace with 20–50 pods, an informer, rounds of random writes and faults, and
-/// after each round the checks.
+/// after each round the checks. The seed picks the informer's objects and storage: typed pods
+/// in typed or compact storage, or lazy pods (`Lazy<Pod>`) in compact storage.
 async fn run_seed(server: &ApiServer, client: &Client, seed: u64) -> Result<SeedStats, String> {
+    match seed % 3 {
+        0 => run_seed_with::<Pod>(server, client, seed, Storage::typed()).await,
+        1 => run_seed_with::<Pod>(server, client, seed, small_compact()).await,
+        _ => run_seed_with::<Lazy<Pod>>(server, client, seed, small_compact()).await,
+    }
+}
+
+async fn run_seed_with<K>(
+    server: &ApiServer,
+    client: &Client,
+    seed: u64,
+    storage: Storage<K>,
+) -> Result<SeedStats, String>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
     let mut rng = StdRng::seed_from_u64(seed);
     let ns = format!("seed-{seed}");
     let store = server.store();
@@ -436,7 +466,7 @@ async fn run_seed(server: &ApiServer, client: &Client, seed: u64) -> Result<Seed
         watch_list: rng.random_bool(0.5),
         page_size: rng.random_bool(0.5).then(|| rng.random_range(5..20)),
     };
-    let ctx = |e: String| format!("seed {seed} ({config:?}): {e}");
+    let ctx = |e: String| format!("seed {seed} ({config:?}, {storage:?}): {e}");
     let n0 = rng.random_range(20..=50usize);
     let mut next_name = 0usize;
     let mut names: Vec<String> = Vec::new();
@@ -449,14 +479,14 @@ async fn run_seed(server: &ApiServer, client: &Client, seed: u64) -> Result<Seed
         names.push(name);
     }
     let mut options = InformerOptions::new(ns.clone())
+        .with_storage(storage.clone())
         .with_queue(config.queue)
         .with_watch_list(config.watch_list)
         .with_backoff(short_backoff);
     if let Some(size) = config.page_size {
         options = options.with_page_size(size);
     }
-    let informer =
-        SharedIndexInformer::new(lw(Api::<Pod>::namespaced(client.clone(), &ns)), options);
+    let informer = SharedIndexInformer::new(lw(Api::<K>::namespaced(client.clone(), &ns)), options);
     let tracker = Arc::new(Tracker::default());
     informer
         .add_event_handler(Arc::clone(&tracker))

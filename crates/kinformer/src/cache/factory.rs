@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{HasSynced, InformerError, InformerOptions, Selectors, SharedIndexInformer};
+use super::{HasSynced, InformerError, InformerOptions, Selectors, SharedIndexInformer, Storage};
 
 /// Why the factory refused a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -109,6 +109,8 @@ pub struct SharedInformerFactory {
     namespace: Option<String>,
     default_resync: Duration,
     selectors: Selectors,
+    /// Per object type: the `Storage<K>` its informers use (typed when absent).
+    storages: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
     state: Mutex<FactoryState>,
     stop: CancellationToken,
     tasks: TaskTracker,
@@ -145,6 +147,7 @@ impl SharedInformerFactory {
             namespace: None,
             default_resync: Duration::ZERO,
             selectors: Selectors::default(),
+            storages: HashMap::new(),
             state: Mutex::new(FactoryState::default()),
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
@@ -171,6 +174,33 @@ impl SharedInformerFactory {
     pub fn with_selectors(mut self, selectors: Selectors) -> Self {
         self.selectors = selectors;
         self
+    }
+
+    /// Keeps the objects of every informer of type `K` this factory creates in `storage`
+    /// (informers of other types stay typed unless given their own).
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::cache::{CompactOptions, Lazy, SharedInformerFactory, Storage};
+    ///
+    /// let factory = SharedInformerFactory::without_client()
+    ///     .with_storage::<Lazy<Pod>>(Storage::compact(CompactOptions::default()));
+    /// assert!(factory.storage::<Lazy<Pod>>().is_compact());
+    /// assert!(!factory.storage::<Pod>().is_compact());
+    /// ```
+    #[must_use]
+    pub fn with_storage<K: Send + Sync + 'static>(mut self, storage: Storage<K>) -> Self {
+        self.storages.insert(TypeId::of::<K>(), Box::new(storage));
+        self
+    }
+
+    /// The storage informers of type `K` get.
+    pub fn storage<K: Send + Sync + 'static>(&self) -> Storage<K> {
+        self.storages
+            .get(&TypeId::of::<K>())
+            .and_then(|s| s.downcast_ref::<Storage<K>>())
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The namespace informers are restricted to, if any.
@@ -227,7 +257,9 @@ impl SharedInformerFactory {
             return existing.clone();
         }
         let name = describe(&key);
-        let options = InformerOptions::new(name.clone()).with_resync_period(self.default_resync);
+        let options = InformerOptions::new(name.clone())
+            .with_resync_period(self.default_resync)
+            .with_storage(self.storage::<K>());
         let informer = make(options);
         st.informers.insert(
             key,

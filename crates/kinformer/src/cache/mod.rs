@@ -10,6 +10,7 @@ mod factory;
 mod fake_listwatch;
 mod handler;
 mod informer;
+mod lazy;
 pub mod listwatch;
 mod notification;
 mod object;
@@ -46,8 +47,9 @@ pub use index::{
 };
 pub use informer::{
     BackoffFactory, InformerError, InformerOptions, InformerWatchErrorHandler, QueueKind,
-    ReadOnlyIndexer, SharedIndexInformer,
+    ReadOnlyIndexer, SharedIndexInformer, Storage,
 };
+pub use lazy::{Lazy, full_decodes as lazy_full_decodes};
 pub use lister::{Lister, NamespaceLister};
 pub use listwatch::{
     ApiStatus, Bookmark, DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList,

@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::{DeletedObject, ReadOnlyIndexer, ResourceEventHandler, meta_namespace_key};
 use kinformer_apiserver::ApiServer;
+use kube_core::Resource;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -63,23 +63,24 @@ pub struct Tracker {
 }
 
 /// The resourceVersion of an object as a number (0 if missing or not a number).
-pub fn rv_of(pod: &Pod) -> u64 {
-    pod.metadata
+pub fn rv_of<K: Resource>(obj: &K) -> u64 {
+    obj.meta()
         .resource_version
         .as_deref()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
 
-fn key_of(pod: &Pod) -> String {
-    meta_namespace_key(pod)
+fn key_of<K: Resource>(obj: &K) -> String {
+    meta_namespace_key(obj)
         .map(|k| k.to_string())
         .unwrap_or_default()
 }
 
-impl ResourceEventHandler<Pod> for Tracker {
-    fn on_add(&self, obj: &Arc<Pod>, is_in_initial_list: bool) {
-        let (key, rv) = (key_of(obj), rv_of(obj));
+/// Reads metadata only, so it serves typed and lazy (`Lazy<Pod>`) informers alike.
+impl<K: Resource + Send + Sync + 'static> ResourceEventHandler<K> for Tracker {
+    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
+        let (key, rv) = (key_of(obj.as_ref()), rv_of(obj.as_ref()));
         let mut st = self.state.lock();
         st.adds += 1;
         if is_in_initial_list {
@@ -94,8 +95,12 @@ impl ResourceEventHandler<Pod> for Tracker {
         self.changed.notify_one();
     }
 
-    fn on_update(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
-        let (key, from, to) = (key_of(new), rv_of(old), rv_of(new));
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        let (key, from, to) = (
+            key_of(new.as_ref()),
+            rv_of(old.as_ref()),
+            rv_of(new.as_ref()),
+        );
         let mut st = self.state.lock();
         st.updates += 1;
         match st.view.insert(key.clone(), to) {
@@ -116,12 +121,12 @@ impl ResourceEventHandler<Pod> for Tracker {
         self.changed.notify_one();
     }
 
-    fn on_delete(&self, obj: &DeletedObject<Pod>) {
+    fn on_delete(&self, obj: &DeletedObject<K>) {
         let (pod, tombstone) = match obj {
             DeletedObject::Live(p) => (Arc::clone(p), false),
             DeletedObject::Tombstone(t) => (Arc::clone(&t.obj), true),
         };
-        let (key, rv) = (key_of(&pod), rv_of(&pod));
+        let (key, rv) = (key_of(pod.as_ref()), rv_of(pod.as_ref()));
         let mut st = self.state.lock();
         match st.view.remove(&key) {
             None => st.violations.push(format!("delete of unknown {key}@{rv}")),
@@ -185,8 +190,12 @@ pub fn server_pods(server: &ApiServer, namespace: Option<&str>) -> KeyVersions {
 }
 
 /// The informer's cache as keys and versions.
-pub fn cache_pods(cache: &ReadOnlyIndexer<Pod>) -> KeyVersions {
-    cache.list().iter().map(|p| (key_of(p), rv_of(p))).collect()
+pub fn cache_pods<K: Resource>(cache: &ReadOnlyIndexer<K>) -> KeyVersions {
+    cache
+        .list()
+        .iter()
+        .map(|p| (key_of(p.as_ref()), rv_of(p.as_ref())))
+        .collect()
 }
 
 /// Describes how two key/version maps differ (at most a few entries).
@@ -213,10 +222,10 @@ pub fn diff(label: &str, got: &KeyVersions, want: &KeyVersions) -> String {
 ///
 /// # Errors
 /// The differences left when `limit` expires.
-pub async fn wait_converged(
+pub async fn wait_converged<K: Resource>(
     server: &ApiServer,
     namespace: Option<&str>,
-    cache: &ReadOnlyIndexer<Pod>,
+    cache: &ReadOnlyIndexer<K>,
     tracker: &Tracker,
     limit: Duration,
 ) -> Result<(), String> {

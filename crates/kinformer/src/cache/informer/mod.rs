@@ -4,6 +4,7 @@
 //!   [`InformerOptions`]; runs a reflector into a delta queue ([`QueueKind`]) and a process
 //!   loop that applies deltas to the indexer and fans notifications out to handlers. Its
 //!   documentation states the contract (ordering, consistency, deletes, late handlers).
+//! - [`Storage`]: typed or compact objects in the cache.
 //! - [`ReadOnlyIndexer`]: the cache as users see it.
 //! - [`InformerError`]: what the informer refuses.
 
@@ -13,8 +14,10 @@ mod error;
 mod options;
 mod read_only;
 mod shared_index_informer;
+mod storage;
 
 pub use error::InformerError;
 pub use options::{BackoffFactory, InformerOptions, QueueKind};
 pub use read_only::ReadOnlyIndexer;
 pub use shared_index_informer::{InformerWatchErrorHandler, SharedIndexInformer};
+pub use storage::Storage;

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::Storage;
 use crate::cache::reflector::DEFAULT_MIN_WATCH_TIMEOUT;
 use crate::cache::{Indexers, TransformFunc};
 use crate::wait::BackoffManager;
@@ -51,6 +52,8 @@ pub struct InformerOptions<K> {
     pub indexers: Indexers<K>,
     /// Transform applied once to every incoming object before it is queued and stored.
     pub transform: Option<TransformFunc<K>>,
+    /// How the cache keeps objects: typed (the default) or compact.
+    pub storage: Storage<K>,
     /// The delta queue.
     pub queue: QueueKind,
     /// Try watch-list (`sendInitialEvents`) before list + watch (default true).
@@ -71,6 +74,7 @@ impl<K> Default for InformerOptions<K> {
             resync_period: Duration::ZERO,
             indexers: Indexers::new(),
             transform: None,
+            storage: Storage::typed(),
             queue: QueueKind::default(),
             use_watch_list: true,
             page_size: None,
@@ -87,6 +91,7 @@ impl<K> Clone for InformerOptions<K> {
             resync_period: self.resync_period,
             indexers: self.indexers.clone(),
             transform: self.transform.clone(),
+            storage: self.storage.clone(),
             queue: self.queue,
             use_watch_list: self.use_watch_list,
             page_size: self.page_size,
@@ -105,6 +110,7 @@ impl<K> fmt::Debug for InformerOptions<K> {
             .field("resync_period", &self.resync_period)
             .field("indexers", &names)
             .field("transform", &self.transform.is_some())
+            .field("storage", &self.storage)
             .field("queue", &self.queue)
             .field("use_watch_list", &self.use_watch_list)
             .field("page_size", &self.page_size)
@@ -141,6 +147,13 @@ impl<K> InformerOptions<K> {
     #[must_use]
     pub fn with_transform(mut self, transform: TransformFunc<K>) -> Self {
         self.transform = Some(transform);
+        self
+    }
+
+    /// Selects the cache's storage ([`Storage::typed`] or [`Storage::compact`]).
+    #[must_use]
+    pub fn with_storage(mut self, storage: Storage<K>) -> Self {
+        self.storage = storage;
         self
     }
 

@@ -174,8 +174,40 @@ where
 {
     /// An informer over `lw` (which carries the selectors) with these options. Nothing runs
     /// until [`run`](Self::run).
+    ///
+    /// If compact storage cannot be set up (an unusable
+    /// [`CompactOptions::dictionary`](crate::cache::CompactOptions::dictionary)), the error is
+    /// logged and objects are kept typed; [`try_new`](Self::try_new) returns it instead.
     pub fn new(lw: impl ListerWatcher<K>, options: InformerOptions<K>) -> Self {
-        let indexer = Arc::new(Indexer::new(options.indexers.clone()));
+        let indexer = options
+            .storage
+            .indexer(options.indexers.clone())
+            .unwrap_or_else(|e| {
+                tracing::error!(informer = %options.name, error = %e,
+                    "informer: compact storage unavailable, keeping objects typed");
+                Indexer::new(options.indexers.clone())
+            });
+        Self::with_indexer(lw, options, indexer)
+    }
+
+    /// As [`new`](Self::new), failing if the storage cannot be set up.
+    ///
+    /// # Errors
+    /// [`InformerError::Indexer`] with [`IndexerError::Compact`](crate::cache::IndexerError).
+    pub fn try_new(
+        lw: impl ListerWatcher<K>,
+        options: InformerOptions<K>,
+    ) -> Result<Self, InformerError> {
+        let indexer = options.storage.indexer(options.indexers.clone())?;
+        Ok(Self::with_indexer(lw, options, indexer))
+    }
+
+    fn with_indexer(
+        lw: impl ListerWatcher<K>,
+        options: InformerOptions<K>,
+        indexer: Indexer<K>,
+    ) -> Self {
+        let indexer = Arc::new(indexer);
         let synced = Arc::new(SyncedFlag::new());
         let processor = Arc::new(SharedProcessor::new(
             Arc::clone(&synced) as Arc<dyn HasSynced>

@@ -1,0 +1,107 @@
+//! The metadata-level parse of an object's JSON: `metadata` without `managedFields`, every
+//! other top-level field skipped.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use serde::{Deserialize, Serialize};
+
+/// The top level of an object, of which only `metadata` is read.
+#[derive(Deserialize)]
+pub(super) struct Envelope {
+    #[serde(default)]
+    pub(super) metadata: MetaView,
+}
+
+/// `ObjectMeta` without `managedFields` (often most of the metadata's bytes, and read by
+/// almost no controller) and the deprecated `selfLink`. Field names as on the wire.
+#[derive(Deserialize, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct MetaView {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    generate_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    uid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resource_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    creation_timestamp: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deletion_timestamp: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deletion_grace_period_seconds: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner_references: Option<Vec<OwnerReference>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    finalizers: Option<Vec<String>>,
+}
+
+/// The metadata keys a [`MetaView`] carries (every other key of `metadata` is left as it is
+/// when metadata changed through `meta_mut` is written back).
+pub(super) const VIEW_KEYS: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+];
+
+impl From<MetaView> for ObjectMeta {
+    fn from(v: MetaView) -> Self {
+        ObjectMeta {
+            name: v.name,
+            generate_name: v.generate_name,
+            namespace: v.namespace,
+            uid: v.uid,
+            resource_version: v.resource_version,
+            generation: v.generation,
+            creation_timestamp: v.creation_timestamp,
+            deletion_timestamp: v.deletion_timestamp,
+            deletion_grace_period_seconds: v.deletion_grace_period_seconds,
+            labels: v.labels,
+            annotations: v.annotations,
+            owner_references: v.owner_references,
+            finalizers: v.finalizers,
+            managed_fields: None,
+            self_link: None,
+        }
+    }
+}
+
+impl From<&ObjectMeta> for MetaView {
+    fn from(m: &ObjectMeta) -> Self {
+        MetaView {
+            name: m.name.clone(),
+            generate_name: m.generate_name.clone(),
+            namespace: m.namespace.clone(),
+            uid: m.uid.clone(),
+            resource_version: m.resource_version.clone(),
+            generation: m.generation,
+            creation_timestamp: m.creation_timestamp.clone(),
+            deletion_timestamp: m.deletion_timestamp.clone(),
+            deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+            labels: m.labels.clone(),
+            annotations: m.annotations.clone(),
+            owner_references: m.owner_references.clone(),
+            finalizers: m.finalizers.clone(),
+        }
+    }
+}

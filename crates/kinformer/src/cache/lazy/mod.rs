@@ -1,0 +1,295 @@
+//! [`Lazy<K>`]: an object as it came off the wire — its metadata parsed, its body kept as JSON
+//! and decoded into `K` only when someone asks, at most once.
+//!
+//! An informer of `Lazy<K>` (e.g. `SharedIndexInformer<Lazy<Pod>>`) keys, indexes and
+//! delivers objects from the metadata alone; most controllers' handlers only read a key and
+//! some labels, so most objects are never fully decoded. With compact storage
+//! ([`Storage::compact`](crate::cache::Storage::compact)) the store keeps the JSON body as it
+//! arrived, compressed, and a read decodes only the metadata again.
+//!
+//! Properties:
+//! - **One metadata parse per object**: `metadata` without `managedFields` (which a
+//!   controller rarely reads and which is often most of the metadata); the rest of the object
+//!   is scanned, not built.
+//! - **Full decode on demand, once**: [`Lazy::object`] decodes the body into `Arc<K>` the first
+//!   time and returns the same `Arc` afterwards; every handler receives the same `Arc<Lazy<K>>`
+//!   for one notification, so they share that decode.
+//! - **Errors surface when read**: a body whose metadata parses but whose rest is not a valid
+//!   `K` is stored and delivered; [`Lazy::object`] returns the [`DecodeError`] (with the name).
+//! - **Metadata edits are kept**: a change made through `meta_mut` (e.g. by a transform) is
+//!   written into the body for the view's fields before the body is decoded or stored.
+//!
+//! [`full_decodes`] counts full decodes process-wide, for metrics and tests.
+
+mod meta;
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_core::Resource;
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use crate::cache::listwatch::DecodeError;
+use meta::{Envelope, MetaView, VIEW_KEYS};
+
+static FULL_DECODES: AtomicU64 = AtomicU64::new(0);
+
+/// The number of full decodes [`Lazy::object`] has done in this process (all types).
+pub fn full_decodes() -> u64 {
+    FULL_DECODES.load(Ordering::Relaxed)
+}
+
+/// An object whose metadata is parsed and whose body stays JSON until it is read.
+///
+/// Implements [`Resource`] with `K`'s kind, group, version and scope, so it goes wherever
+/// `K` goes: a [`KubeListerWatcher`](crate::kube::KubeListerWatcher), an informer, index
+/// functions (which see the metadata), listers. (De)serializes as the JSON body itself.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer::cache::Lazy;
+/// use kube_core::Resource;
+///
+/// let json = r#"{"apiVersion":"v1","kind":"Pod",
+///     "metadata":{"name":"web-0","namespace":"default","labels":{"app":"web"},
+///                 "managedFields":[{"manager":"kubectl"}]},
+///     "spec":{"containers":[{"name":"app","image":"nginx"}]}}"#;
+/// let pod: Lazy<Pod> = serde_json::from_str(json).unwrap();
+/// assert_eq!(pod.meta().name.as_deref(), Some("web-0"));
+/// assert!(pod.meta().managed_fields.is_none()); // not parsed
+/// assert!(!pod.is_decoded());
+///
+/// let full = pod.object().unwrap(); // decoded now, once
+/// assert_eq!(full.spec.as_ref().unwrap().containers[0].image.as_deref(), Some("nginx"));
+/// assert!(pod.is_decoded());
+/// ```
+pub struct Lazy<K> {
+    meta: ObjectMeta,
+    raw: Box<RawValue>,
+    /// Set by `meta_mut`: `meta` may differ from the metadata in `raw`.
+    meta_changed: bool,
+    decoded: OnceLock<Result<Arc<K>, DecodeError>>,
+    _k: PhantomData<fn() -> K>,
+}
+
+impl<K> Lazy<K> {
+    /// Parses the metadata of a JSON object and keeps the body as it is.
+    ///
+    /// # Errors
+    /// The body is not a JSON object, or its `metadata` is malformed.
+    pub fn from_json(json: impl Into<String>) -> Result<Self, serde_json::Error> {
+        Self::from_raw(RawValue::from_string(json.into())?)
+    }
+
+    fn from_raw(raw: Box<RawValue>) -> Result<Self, serde_json::Error> {
+        let envelope: Envelope = serde_json::from_str(raw.get())?;
+        Ok(Lazy {
+            meta: envelope.metadata.into(),
+            raw,
+            meta_changed: false,
+            decoded: OnceLock::new(),
+            _k: PhantomData,
+        })
+    }
+
+    /// The JSON body, with edits made through `meta_mut` written in.
+    ///
+    /// # Errors
+    /// Only after a `meta_mut`: the stored body is not a JSON object.
+    pub fn json(&self) -> Result<Cow<'_, str>, serde_json::Error> {
+        if !self.meta_changed {
+            return Ok(Cow::Borrowed(self.raw.get()));
+        }
+        let mut body: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(self.raw.get())?;
+        let mut meta = match body.remove("metadata") {
+            Some(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        for k in VIEW_KEYS {
+            meta.remove(*k);
+        }
+        if let serde_json::Value::Object(view) = serde_json::to_value(MetaView::from(&self.meta))? {
+            meta.extend(view);
+        }
+        if let Some(mf) = &self.meta.managed_fields {
+            meta.insert("managedFields".to_owned(), serde_json::to_value(mf)?);
+        }
+        body.insert("metadata".to_owned(), serde_json::Value::Object(meta));
+        serde_json::to_string(&body).map(Cow::Owned)
+    }
+
+    /// True once the body has been decoded (by [`object`](Self::object), or because this
+    /// `Lazy` was made from a typed object).
+    pub fn is_decoded(&self) -> bool {
+        self.decoded.get().is_some()
+    }
+
+    /// The size of the JSON body in bytes.
+    pub fn json_len(&self) -> usize {
+        self.raw.get().len()
+    }
+}
+
+impl<K: DeserializeOwned> Lazy<K> {
+    /// The full object: decoded from the body the first time, the same `Arc` afterwards.
+    ///
+    /// # Errors
+    /// The body is not a valid `K` (the error names the object); the error is kept and
+    /// returned again on later calls.
+    pub fn object(&self) -> Result<Arc<K>, DecodeError> {
+        self.decoded
+            .get_or_init(|| {
+                FULL_DECODES.fetch_add(1, Ordering::Relaxed);
+                let decode_error = |e: serde_json::Error| DecodeError {
+                    name: self.meta.name.clone(),
+                    message: e.to_string(),
+                };
+                let body = self.json().map_err(decode_error)?;
+                serde_json::from_str::<K>(&body)
+                    .map(Arc::new)
+                    .map_err(decode_error)
+            })
+            .clone()
+    }
+}
+
+impl<K: Resource + Serialize> Lazy<K> {
+    /// A `Lazy` of a typed object: its JSON encoding, already decoded (so
+    /// [`object`](Self::object) returns `obj` itself).
+    ///
+    /// # Errors
+    /// `obj` cannot be serialized to JSON.
+    pub fn from_object(obj: Arc<K>) -> Result<Self, serde_json::Error> {
+        let lazy = Self::from_json(serde_json::to_string(obj.as_ref())?)?;
+        let _ = lazy.decoded.set(Ok(obj));
+        Ok(lazy)
+    }
+}
+
+impl<K> Clone for Lazy<K> {
+    fn clone(&self) -> Self {
+        Lazy {
+            meta: self.meta.clone(),
+            raw: self.raw.clone(),
+            meta_changed: self.meta_changed,
+            decoded: self.decoded.clone(),
+            _k: PhantomData,
+        }
+    }
+}
+
+impl<K> PartialEq for Lazy<K> {
+    /// Equal when the bodies (with metadata edits) are equal byte for byte.
+    fn eq(&self, other: &Self) -> bool {
+        match (self.json(), other.json()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl<K> fmt::Debug for Lazy<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lazy")
+            .field("namespace", &self.meta.namespace)
+            .field("name", &self.meta.name)
+            .field("resource_version", &self.meta.resource_version)
+            .field("json_len", &self.raw.get().len())
+            .field("decoded", &self.is_decoded())
+            .finish()
+    }
+}
+
+impl<K: Resource> Resource for Lazy<K> {
+    type DynamicType = K::DynamicType;
+    type Scope = K::Scope;
+
+    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::kind(dt)
+    }
+    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::group(dt)
+    }
+    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::version(dt)
+    }
+    fn api_version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::api_version(dt)
+    }
+    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::plural(dt)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.meta
+    }
+    /// The metadata view, for editing: the edit is written into the body when the body is
+    /// next read (decoded, stored or serialized); a decoded object is discarded.
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        self.meta_changed = true;
+        self.decoded = OnceLock::new();
+        &mut self.meta
+    }
+}
+
+impl<K> Serialize for Lazy<K> {
+    /// The JSON body itself in human-readable formats (JSON), its bytes in binary ones
+    /// (e.g. MessagePack).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let body = self.json().map_err(serde::ser::Error::custom)?;
+        if s.is_human_readable() {
+            match &body {
+                Cow::Borrowed(_) => self.raw.serialize(s),
+                Cow::Owned(json) => RawValue::from_string(json.clone())
+                    .map_err(serde::ser::Error::custom)?
+                    .serialize(s),
+            }
+        } else {
+            s.serialize_bytes(body.as_bytes())
+        }
+    }
+}
+
+impl<'de, K> Deserialize<'de> for Lazy<K> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = if d.is_human_readable() {
+            Box::<RawValue>::deserialize(d)?
+        } else {
+            let json = d.deserialize_bytes(JsonBytes)?;
+            RawValue::from_string(json).map_err(de::Error::custom)?
+        };
+        Self::from_raw(raw).map_err(de::Error::custom)
+    }
+}
+
+/// Reads a JSON body stored as bytes (or a string) by a binary format.
+struct JsonBytes;
+
+impl Visitor<'_> for JsonBytes {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the bytes of a JSON object")
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<String, E> {
+        String::from_utf8(v.to_vec()).map_err(E::custom)
+    }
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<String, E> {
+        String::from_utf8(v).map_err(E::custom)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_owned())
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<String, E> {
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests;
