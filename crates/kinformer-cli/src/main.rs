@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod serve;
+mod store_mode;
 mod watch;
 
 use clap::{Parser, Subcommand};
@@ -36,6 +37,9 @@ enum Command {
         /// Bench pods to seed.
         #[arg(long, default_value_t = 100_000)]
         pods: usize,
+        /// Seed realistic pods (BENCHMARKS.md's W4R rules) instead of bench pods.
+        #[arg(long)]
+        realistic: bool,
     },
     /// Run the embedded Kubernetes API server.
     Serve(serve::ServeArgs),
@@ -50,7 +54,9 @@ fn main() {
     match cli.command {
         Command::Bench(args) => bench::exit_on_error(bench::run(&args)),
         Command::BenchRun { workload } => bench::exit_on_error(bench::run_one(&workload)),
-        Command::BenchServer { pods } => std::process::exit(bench::serve_for_bench(pods)),
+        Command::BenchServer { pods, realistic } => {
+            std::process::exit(bench::serve_for_bench(pods, realistic))
+        }
         Command::Serve(args) => std::process::exit(serve::run(args)),
         Command::Demo(args) => std::process::exit(demo::run(args)),
         Command::Watch(args) => std::process::exit(watch::run(args)),

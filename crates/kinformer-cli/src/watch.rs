@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::demo::connect::ConnectArgs;
+use crate::store_mode::StoreMode;
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -50,6 +51,10 @@ pub struct WatchArgs {
     /// Seconds between cache summaries on stderr (0: none).
     #[arg(long, default_value_t = 10)]
     summary_secs: u64,
+    /// How the informer keeps objects: typed, or compact (encoded and compressed, a fraction
+    /// of the memory; events still carry the objects as they arrived).
+    #[arg(long, value_enum, default_value_t = StoreMode::Typed)]
+    store: StoreMode,
     /// Stop after this many seconds (default: until Ctrl-C).
     #[arg(long)]
     duration_secs: Option<f64>,
@@ -201,10 +206,12 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
         .flat_map(|g| g.recommended_resources())
         .find(|(ar, _)| matches(&args.resource, ar))
         .ok_or_else(|| WatchError::UnknownResource(args.resource.clone()))?;
-    let mut factory = SharedInformerFactory::new(client).with_selectors(Selectors {
-        label_selector: args.selector.clone(),
-        field_selector: args.field_selector.clone(),
-    });
+    let mut factory = SharedInformerFactory::new(client)
+        .with_selectors(Selectors {
+            label_selector: args.selector.clone(),
+            field_selector: args.field_selector.clone(),
+        })
+        .with_storage::<DynamicObject>(args.store.storage(0));
     if let (Some(ns), Scope::Namespaced) = (&args.namespace, &caps.scope) {
         factory = factory.with_namespace(ns.clone());
     }

@@ -1,12 +1,14 @@
 //! The `informer` bench group: W6 (in process, see [`super::informer`]), and over HTTP against
-//! the embedded API server running in its own process: E1 (kinformer's shared informer),
-//! E1-kube-runtime (kube-runtime's `watcher` + `reflector` on the same work) and L0 (the
-//! floor: decoding the served list with serde_json).
+//! the embedded API server running in its own process: E1 (kinformer's shared informer, typed),
+//! E1C (kinformer's lean informer: `Lazy<Pod>` in compact storage), E1-kube-runtime
+//! (kube-runtime's `watcher` + `reflector` on the same work), L0 (decoding the served list with
+//! serde_json), F0 (fetching every page of the list without decoding: the floor over HTTP), and
+//! E1R / E1R-kube-runtime (E1C and kube-runtime with 100,000 realistic pods).
 //!
 //! # The server process
 //!
-//! Each run spawns `kinformer bench-server --pods 100000` (a hidden subcommand): it seeds
-//! 100,000 bench pods, prints `url <url>`, then obeys commands on its stdin: `update <n>`
+//! Each run spawns `kinformer bench-server --pods 100000 [--realistic]` (a hidden subcommand): it
+//! seeds 100,000 bench pods (or realistic pods), prints `url <url>`, then obeys commands on its stdin: `update <n>`
 //! replaces pods `0..n` once each, in order, directly in the server's store (the same
 //! revisions and watch events as an HTTP write, without an HTTP client in the way), and prints
 //! `updated <n> <ms>`. It exits at the end of its stdin, i.e. when the bench process ends.
@@ -37,20 +39,35 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kinformer::cache::{HasSynced, InformerOptions, ResourceEventHandler, SharedIndexInformer};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kinformer::cache::{
+    CompactOptions, HasSynced, InformerOptions, Lazy, ResourceEventHandler, SharedIndexInformer,
+    Storage,
+};
 use kinformer::kube::KubeListerWatcher;
 use kinformer_apiserver::{ApiServer, ServerConfig, bench_pod_update, seed_bench_pods};
-use kube::{Api, Client};
+use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::realistic::RealisticPods;
 use super::{BenchError, Group, Metrics};
 
 /// The `informer` group.
 pub(super) const GROUP: Group = Group {
     name: "informer",
-    workloads: &["W6", "E1", "E1-kube-runtime", "L0"],
+    workloads: &[
+        "W6",
+        "E1",
+        "E1C",
+        "E1-kube-runtime",
+        "L0",
+        "F0",
+        "E1R",
+        "E1R-kube-runtime",
+    ],
     run,
 };
 
@@ -65,9 +82,13 @@ fn run(workload: &str) -> Result<Metrics, BenchError> {
         w if super::informer::WORKLOADS.contains(&w) => {
             super::rows_to_metrics(w, super::informer::run(w))
         }
-        "E1" => block_on("E1", e1(Peer::Kinformer)),
-        "E1-kube-runtime" => block_on("E1-kube-runtime", e1(Peer::KubeRuntime)),
+        "E1" => block_on("E1", e1(Peer::Kinformer, false)),
+        "E1C" => block_on("E1C", e1(Peer::KinformerLean, false)),
+        "E1-kube-runtime" => block_on("E1-kube-runtime", e1(Peer::KubeRuntime, false)),
+        "E1R" => block_on("E1R", e1(Peer::KinformerLean, true)),
+        "E1R-kube-runtime" => block_on("E1R-kube-runtime", e1(Peer::KubeRuntime, true)),
         "L0" => block_on("L0", l0()),
+        "F0" => block_on("F0", f0()),
         other => Err(BenchError::UnknownWorkload(other.to_string())),
     }
 }
@@ -86,7 +107,10 @@ fn block_on(
 /// Which client follows the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Peer {
+    /// A typed informer (`SharedIndexInformer<Pod>`, typed storage).
     Kinformer,
+    /// The lean informer: `SharedIndexInformer<Lazy<Pod>>` in compact storage.
+    KinformerLean,
     KubeRuntime,
 }
 
@@ -99,10 +123,18 @@ struct ServerProcess {
 }
 
 impl ServerProcess {
-    fn spawn(pods: usize) -> Result<Self, String> {
+    fn spawn(pods: usize, realistic: bool) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
+        let mut args = vec![
+            "bench-server".to_string(),
+            "--pods".into(),
+            pods.to_string(),
+        ];
+        if realistic {
+            args.push("--realistic".into());
+        }
         let mut child = Command::new(exe)
-            .args(["bench-server", "--pods", &pods.to_string()])
+            .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -164,7 +196,7 @@ impl Drop for ServerProcess {
 
 /// `kinformer bench-server`: the server side of the E1 and L0 workloads (see the module
 /// documentation). Returns the process exit code.
-pub(crate) fn serve_for_bench(pods: usize) -> i32 {
+pub(crate) fn serve_for_bench(pods: usize, realistic: bool) -> i32 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -175,7 +207,7 @@ pub(crate) fn serve_for_bench(pods: usize) -> i32 {
             return 1;
         }
     };
-    match rt.block_on(bench_server(pods)) {
+    match rt.block_on(bench_server(pods, realistic)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: bench server: {e}");
@@ -184,17 +216,62 @@ pub(crate) fn serve_for_bench(pods: usize) -> i32 {
     }
 }
 
-async fn bench_server(pods: usize) -> Result<(), String> {
+/// Realistic pod `i` as an update body: the generator's JSON without the server-assigned
+/// `uid` and `resourceVersion` (an unconditional replace), with `round` in an annotation.
+fn realistic_update(json: &str, round: u64) -> Result<serde_json::Value, String> {
+    let mut pod: serde_json::Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    if let Some(meta) = pod.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        meta.remove("uid");
+        meta.remove("resourceVersion");
+    }
+    pod["spec"]["containers"][0]["env"] =
+        serde_json::json!([{"name": "ROUND", "value": round.to_string()}]);
+    Ok(pod)
+}
+
+/// Seeds `pods` realistic pods through the store's create path.
+fn seed_realistic(server: &ApiServer, pods: usize) -> Result<(), String> {
+    let mut generator = RealisticPods::new();
+    for i in 0..pods {
+        let pod: serde_json::Value =
+            serde_json::from_str(&generator.json(i)).map_err(|e| e.to_string())?;
+        let ns = pod["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        server
+            .store()
+            .create("pods", &ns, pod)
+            .map_err(|e| format!("realistic pod {i}: {e}"))?;
+    }
+    Ok(())
+}
+
+async fn bench_server(pods: usize, realistic: bool) -> Result<(), String> {
     let mut config = ServerConfig::default();
     // Room for every update in the history, so that a lagging watch is never expired.
     config.store.max_events = 3 * pods.max(1);
     let server = ApiServer::start_with(config)
         .await
         .map_err(|e| e.to_string())?;
-    seed_bench_pods(server.store(), pods).map_err(|e| e.to_string())?;
+    let build_round = |round: u64| -> Result<Vec<serde_json::Value>, String> {
+        if realistic {
+            let mut generator = RealisticPods::new();
+            (0..pods)
+                .map(|i| realistic_update(&generator.json(i), round))
+                .collect()
+        } else {
+            Ok((0..pods).map(|i| bench_pod_update(i, round)).collect())
+        }
+    };
+    if realistic {
+        seed_realistic(&server, pods)?;
+    } else {
+        seed_bench_pods(server.store(), pods).map_err(|e| e.to_string())?;
+    }
     // The first round's objects are built before serving, so that writing them costs only
     // the stamp and the store's own work.
-    let mut prebuilt: Vec<serde_json::Value> = (0..pods).map(|i| bench_pod_update(i, 1)).collect();
+    let mut prebuilt: Vec<serde_json::Value> = build_round(1)?;
     println!("url {}", server.url());
     std::io::stdout().flush().map_err(|e| e.to_string())?;
     let store = server.store().clone();
@@ -222,7 +299,7 @@ async fn bench_server(pods: usize) -> Result<(), String> {
                 let round = counter;
                 let mut objects = std::mem::take(&mut prebuilt);
                 if objects.is_empty() {
-                    objects = (0..pods).map(|i| bench_pod_update(i, round)).collect();
+                    objects = build_round(round)?;
                 }
                 tokio::task::spawn_blocking(move || {
                     for (i, mut pod) in objects.into_iter().enumerate().take(n) {
@@ -271,9 +348,8 @@ impl Progress {
         }
     }
 
-    fn update(&self, pod: &Pod) {
-        let written = pod
-            .metadata
+    fn update(&self, meta: &ObjectMeta) {
+        let written = meta
             .annotations
             .as_ref()
             .and_then(|a| a.get(WRITTEN_AT))
@@ -300,55 +376,79 @@ impl Progress {
     }
 }
 
+/// Counts adds and records update delays from the metadata (so a lean informer's handler
+/// decodes nothing).
 struct Handler(Arc<Progress>);
 
-impl ResourceEventHandler<Pod> for Handler {
-    fn on_add(&self, _: &Arc<Pod>, _: bool) {
+impl<K: Resource + Send + Sync + 'static> ResourceEventHandler<K> for Handler {
+    fn on_add(&self, _: &Arc<K>, _: bool) {
         self.0.adds.fetch_add(1, Ordering::Relaxed);
     }
-    fn on_update(&self, _: &Arc<Pod>, new: &Arc<Pod>) {
-        self.0.update(new);
+    fn on_update(&self, _: &Arc<K>, new: &Arc<K>) {
+        self.0.update(new.meta());
     }
 }
 
-async fn e1(peer: Peer) -> Result<Metrics, String> {
-    let mut server = ServerProcess::spawn(PODS)?;
+/// Starts a kinformer informer of `K` over `api` (pages of 500, no watch-list) and waits for
+/// its sync; returns the time to synced and the informer's task.
+async fn start_kinformer<K>(
+    api: Api<K>,
+    storage: Storage<K>,
+    progress: &Arc<Progress>,
+    cancel: &CancellationToken,
+    started: Instant,
+) -> Result<(f64, tokio::task::JoinHandle<()>), String>
+where
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
+{
+    let informer = SharedIndexInformer::new(
+        KubeListerWatcher::new(api),
+        InformerOptions::new("pods")
+            .with_storage(storage)
+            .with_watch_list(false)
+            .with_page_size(500),
+    );
+    informer
+        .add_event_handler(Handler(Arc::clone(progress)))
+        .map_err(|e| e.to_string())?;
+    let task = tokio::spawn({
+        let (informer, cancel) = (informer.clone(), cancel.clone());
+        async move {
+            if let Err(e) = informer.run(cancel).await {
+                eprintln!("E1: informer: {e}");
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(300), informer.wait_synced())
+        .await
+        .map_err(|_| "no sync within 300 s")?;
+    let synced_ms = started.elapsed().as_secs_f64() * 1e3;
+    let n = informer.get_indexer().len();
+    if n != PODS {
+        return Err(format!("synced with {n} pods, expected {PODS}"));
+    }
+    Ok((synced_ms, task))
+}
+
+async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
+    let mut server = ServerProcess::spawn(PODS, realistic)?;
     let client = server.client()?;
     let progress = Arc::new(Progress::new());
     let cancel = CancellationToken::new();
-    let api = Api::<Pod>::all(client);
     let started = Instant::now();
     let (synced_ms, task) = match peer {
         Peer::Kinformer => {
-            let informer = SharedIndexInformer::new(
-                KubeListerWatcher::new(api),
-                InformerOptions::new("pods")
-                    .with_watch_list(false)
-                    .with_page_size(500),
-            );
-            informer
-                .add_event_handler(Handler(Arc::clone(&progress)))
-                .map_err(|e| e.to_string())?;
-            let task = tokio::spawn({
-                let (informer, cancel) = (informer.clone(), cancel.clone());
-                async move {
-                    if let Err(e) = informer.run(cancel).await {
-                        eprintln!("E1: informer: {e}");
-                    }
-                }
-            });
-            tokio::time::timeout(Duration::from_secs(300), informer.wait_synced())
-                .await
-                .map_err(|_| "no sync within 300 s")?;
-            let synced_ms = started.elapsed().as_secs_f64() * 1e3;
-            let n = informer.get_indexer().len();
-            if n != PODS {
-                return Err(format!("synced with {n} pods, expected {PODS}"));
-            }
-            (synced_ms, task)
+            let api = Api::<Pod>::all(client);
+            start_kinformer(api, Storage::typed(), &progress, &cancel, started).await?
+        }
+        Peer::KinformerLean => {
+            let api = Api::<Lazy<Pod>>::all(client);
+            let storage = Storage::compact(CompactOptions::default());
+            start_kinformer(api, storage, &progress, &cancel, started).await?
         }
         Peer::KubeRuntime => {
             use kube::runtime::{reflector, watcher};
+            let api = Api::<Pod>::all(client);
             let (reader, writer) = reflector::store::<Pod>();
             let synced = Arc::new(Notify::new());
             let task = tokio::spawn({
@@ -370,7 +470,9 @@ async fn e1(peer: Peer) -> Result<Metrics, String> {
                             Ok(Some(watcher::Event::InitApply(_))) => {
                                 progress.adds.fetch_add(1, Ordering::Relaxed);
                             }
-                            Ok(Some(watcher::Event::Apply(pod))) => progress.update(&pod),
+                            Ok(Some(watcher::Event::Apply(pod))) => {
+                                progress.update(&pod.metadata);
+                            }
                             Ok(Some(_)) => {}
                             Ok(None) => break,
                             Err(e) => eprintln!("E1-kube-runtime: watcher: {e}"),
@@ -425,8 +527,57 @@ struct PodItems {
     items: Vec<Pod>,
 }
 
+/// F0: every page (500 pods) of the list fetched, nothing decoded but the continue token.
+async fn f0() -> Result<Metrics, String> {
+    let server = ServerProcess::spawn(PODS, false)?;
+    let client = server.client()?;
+    let start = Instant::now();
+    let mut token: Option<String> = None;
+    let (mut bytes, mut pages) = (0usize, 0usize);
+    loop {
+        let mut params = kube::api::ListParams::default().limit(500);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        let request = kube::core::Request::new("/api/v1/pods")
+            .list(&params)
+            .map_err(|e| e.to_string())?;
+        let body = client
+            .request_text(request)
+            .await
+            .map_err(|e| format!("listing pods: {e}"))?;
+        bytes += body.len();
+        pages += 1;
+        token = continue_token(&body);
+        if token.is_none() {
+            break;
+        }
+    }
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    if pages != PODS.div_ceil(500) {
+        return Err(format!(
+            "{pages} pages fetched, expected {}",
+            PODS.div_ceil(500)
+        ));
+    }
+    Ok(vec![
+        ("fetch_ms".into(), ms),
+        ("mb_per_s".into(), bytes as f64 / 1e6 / (ms / 1e3)),
+    ])
+}
+
+/// The `metadata.continue` of a list body, found without parsing the items: the token is the
+/// first `"continue":"…"` (the list's metadata precedes its items; tokens are base64).
+fn continue_token(body: &str) -> Option<String> {
+    const KEY: &str = "\"continue\":\"";
+    let items = body.find("\"items\"").unwrap_or(body.len());
+    let at = body[..items].find(KEY)? + KEY.len();
+    let len = body[at..].find('"')?;
+    (len > 0).then(|| body[at..at + len].to_string())
+}
+
 async fn l0() -> Result<Metrics, String> {
-    let server = ServerProcess::spawn(PODS)?;
+    let server = ServerProcess::spawn(PODS, false)?;
     let client = server.client()?;
     let request = http::Request::get("/api/v1/pods")
         .body(Vec::new())
@@ -473,6 +624,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_continue_token_is_read_from_the_list_metadata_only() {
+        let body = r#"{"kind":"PodList","metadata":{"resourceVersion":"5","continue":"abc=="},"items":[{"metadata":{"continue":"no"}}]}"#;
+        assert_eq!(continue_token(body).as_deref(), Some("abc=="));
+        let last = r#"{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"continue":"no"}}]}"#;
+        assert_eq!(continue_token(last), None);
+        assert_eq!(
+            continue_token(r#"{"metadata":{"continue":""},"items":[]}"#),
+            None
+        );
+    }
+
+    #[test]
     fn percentiles_pick_the_nearest_rank() {
         let p = Progress::new();
         p.delays_us.lock().extend((1..=100).map(|ms| ms * 1000));
@@ -482,11 +645,13 @@ mod tests {
     #[test]
     fn updates_without_a_stamp_are_not_counted() {
         let p = Progress::new();
-        p.update(&Pod::default());
+        p.update(&ObjectMeta::default());
         assert_eq!(p.updates.load(Ordering::Relaxed), 0);
-        let mut pod = Pod::default();
-        pod.metadata.annotations = Some([(WRITTEN_AT.to_string(), now_us().to_string())].into());
-        p.update(&pod);
+        let meta = ObjectMeta {
+            annotations: Some([(WRITTEN_AT.to_string(), now_us().to_string())].into()),
+            ..Default::default()
+        };
+        p.update(&meta);
         assert_eq!(p.updates.load(Ordering::Relaxed), 1);
         assert!(p.percentiles().0 < 60_000.0);
     }

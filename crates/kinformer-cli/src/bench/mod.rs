@@ -28,6 +28,7 @@ pub(crate) mod alloc;
 mod cache;
 mod e1;
 mod informer;
+mod realistic;
 mod workqueue;
 
 pub(crate) use e1::serve_for_bench;

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kinformer::cache::SharedInformerFactory;
 use kinformer::leaderelection::{LeaderElectionConfig, LeaderElector, LeaseLock};
 use kinformer::workqueue::{
@@ -50,6 +50,8 @@ use controller::{ControllerStats, ReplicaSetController};
 use kubelet::Kubelet;
 use scenario::{Action, Scenario};
 use verify::Verification;
+
+use crate::store_mode::StoreMode;
 
 /// Options of `kinformer demo`.
 #[derive(Debug, Args)]
@@ -82,6 +84,10 @@ pub struct DemoArgs {
     /// Namespace of the workload on a remote server (the embedded one uses four).
     #[arg(long, default_value = "kinformer-demo")]
     namespace: String,
+    /// How the Pod informer keeps pods (ReplicaSets stay typed): compact keeps them
+    /// encoded and compressed, decoded when read.
+    #[arg(long, value_enum, default_value_t = StoreMode::Compact)]
+    store: StoreMode,
     /// Print no progress line, only the summary.
     #[arg(long)]
     quiet: bool,
@@ -151,6 +157,9 @@ fn say(line: &str) {
 
 /// The longest a failed key waits before its next try.
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(2);
+
+/// Decoded pods a compact Pod cache keeps for the workers' reads (`--store compact`).
+const POD_HOT_OBJECTS: usize = 4_096;
 
 const EMBEDDED_NAMESPACES: [&str; 4] = ["demo-a", "demo-b", "demo-c", "demo-d"];
 
@@ -237,7 +246,10 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     };
 
     // Shared informers, the controller and the kubelet.
-    let mut factory = SharedInformerFactory::new(client.clone());
+    // Workers read the pods of the ReplicaSets they sync; a hot cache of a few thousand
+    // decoded pods serves most of those reads without decoding.
+    let mut factory = SharedInformerFactory::new(client.clone())
+        .with_storage::<Pod>(args.store.storage(POD_HOT_OBJECTS));
     if embedded.is_none() {
         factory = factory.with_namespace(args.namespace.clone());
     }
