@@ -71,7 +71,8 @@ pub fn full_decodes() -> u64 {
 /// ```
 pub struct Lazy<K> {
     meta: ObjectMeta,
-    raw: Box<RawValue>,
+    /// The JSON body; valid JSON (checked by the metadata parse, which scans it all).
+    raw: Box<str>,
     /// Set by `meta_mut`: `meta` may differ from the metadata in `raw`.
     meta_changed: bool,
     decoded: OnceLock<Result<Arc<K>, DecodeError>>,
@@ -84,11 +85,12 @@ impl<K> Lazy<K> {
     /// # Errors
     /// The body is not a JSON object, or its `metadata` is malformed.
     pub fn from_json(json: impl Into<String>) -> Result<Self, serde_json::Error> {
-        Self::from_raw(RawValue::from_string(json.into())?)
+        Self::from_body(json.into().into_boxed_str())
     }
 
-    fn from_raw(raw: Box<RawValue>) -> Result<Self, serde_json::Error> {
-        let envelope: Envelope = serde_json::from_str(raw.get())?;
+    /// Parses the metadata of `raw`; the parse reads (and so validates) the whole body.
+    fn from_body(raw: Box<str>) -> Result<Self, serde_json::Error> {
+        let envelope: Envelope = serde_json::from_str(&raw)?;
         Ok(Lazy {
             meta: envelope.metadata.into(),
             raw,
@@ -104,10 +106,9 @@ impl<K> Lazy<K> {
     /// Only after a `meta_mut`: the stored body is not a JSON object.
     pub fn json(&self) -> Result<Cow<'_, str>, serde_json::Error> {
         if !self.meta_changed {
-            return Ok(Cow::Borrowed(self.raw.get()));
+            return Ok(Cow::Borrowed(&self.raw));
         }
-        let mut body: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(self.raw.get())?;
+        let mut body: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&self.raw)?;
         let mut meta = match body.remove("metadata") {
             Some(serde_json::Value::Object(m)) => m,
             _ => serde_json::Map::new(),
@@ -133,7 +134,7 @@ impl<K> Lazy<K> {
 
     /// The size of the JSON body in bytes.
     pub fn json_len(&self) -> usize {
-        self.raw.get().len()
+        self.raw.len()
     }
 }
 
@@ -201,7 +202,7 @@ impl<K> fmt::Debug for Lazy<K> {
             .field("namespace", &self.meta.namespace)
             .field("name", &self.meta.name)
             .field("resource_version", &self.meta.resource_version)
-            .field("json_len", &self.raw.get().len())
+            .field("json_len", &self.raw.len())
             .field("decoded", &self.is_decoded())
             .finish()
     }
@@ -244,12 +245,9 @@ impl<K> Serialize for Lazy<K> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let body = self.json().map_err(serde::ser::Error::custom)?;
         if s.is_human_readable() {
-            match &body {
-                Cow::Borrowed(_) => self.raw.serialize(s),
-                Cow::Owned(json) => RawValue::from_string(json.clone())
-                    .map_err(serde::ser::Error::custom)?
-                    .serialize(s),
-            }
+            // Valid JSON by construction; `RawValue` is how serde_json writes it verbatim.
+            let raw: &RawValue = serde_json::from_str(&body).map_err(serde::ser::Error::custom)?;
+            raw.serialize(s)
         } else {
             s.serialize_bytes(body.as_bytes())
         }
@@ -258,13 +256,12 @@ impl<K> Serialize for Lazy<K> {
 
 impl<'de, K> Deserialize<'de> for Lazy<K> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = if d.is_human_readable() {
-            Box::<RawValue>::deserialize(d)?
+        let raw: Box<str> = if d.is_human_readable() {
+            Box::<RawValue>::deserialize(d)?.into()
         } else {
-            let json = d.deserialize_bytes(JsonBytes)?;
-            RawValue::from_string(json).map_err(de::Error::custom)?
+            d.deserialize_bytes(JsonBytes)?.into_boxed_str()
         };
-        Self::from_raw(raw).map_err(de::Error::custom)
+        Self::from_body(raw).map_err(de::Error::custom)
     }
 }
 
