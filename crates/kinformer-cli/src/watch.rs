@@ -77,7 +77,15 @@ enum WatchError {
     Factory(#[from] kinformer::cache::FactoryError),
     #[error(transparent)]
     Informer(#[from] kinformer::cache::InformerError),
+    #[error("{url}: {source}")]
+    NoSync {
+        url: String,
+        source: kinformer::cache::CacheSyncTimeout,
+    },
 }
+
+/// How long `watch` waits for its informer's first sync before giving up with the last error.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `kinformer watch`. Returns the exit code.
 pub fn run(args: WatchArgs) -> i32 {
@@ -199,6 +207,7 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
         .await?
         .ok_or_else(|| WatchError::UnknownResource(args.resource.clone()))?;
     config.default_retry = false;
+    let url = config.cluster_url.to_string();
     let client = kube::Client::try_from(config)?;
     let discovery = Discovery::new(client.clone()).run().await?;
     let (ar, caps) = discovery
@@ -242,6 +251,10 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
             .map(|n| format!(" in {n}"))
             .unwrap_or_default()
     );
+    if let Err(source) = factory.wait_for_cache_sync_timeout(SYNC_TIMEOUT).await {
+        factory.shutdown().await;
+        return Err(WatchError::NoSync { url, source });
+    }
     let stop = {
         let cancel = cancel.clone();
         let duration = args.duration_secs;

@@ -29,9 +29,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
-use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use kinformer::cache::SharedInformerFactory;
+use kinformer::cache::{CompactOptions, SharedInformerFactory, Storage};
 use kinformer::workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -117,8 +117,11 @@ async fn main() -> Result<(), Error> {
     config.default_retry = false;
     let client = kube::Client::try_from(config)?;
 
-    // 2. + 3. One factory; the controller takes its informers from it.
-    let factory = SharedInformerFactory::new(client.clone());
+    // 2. + 3. One factory; the controller takes its informers from it. Pods are kept compact
+    //    (encoded and compressed, decoded on read); ReplicaSets typed.
+    let factory = SharedInformerFactory::new(client.clone()).with_storage::<Pod>(Storage::compact(
+        CompactOptions::default().hot_objects(1_024),
+    ));
     let queue = RateLimitingQueue::new(default_controller_rate_limiter());
     let controller = ReplicaSetController::new(&factory, client.clone(), queue)?;
 

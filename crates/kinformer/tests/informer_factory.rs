@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kinformer::cache::{
     FakeListerWatcher, HasSynced, ListOptions, ListWatchError, ListerWatcher, ObjectList,
     SharedIndexInformer, SharedInformerFactory, WatchOptions, WatchStream,
+    wait_for_cache_sync_timeout,
 };
 use kube_core::ObjectMeta;
 use tokio_util::sync::CancellationToken;
@@ -179,4 +180,41 @@ mod over_kube {
             Some(FactoryError::NoClient)
         );
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bounded_wait_names_the_unsynced_informers_and_their_last_error() {
+    let factory = SharedInformerFactory::without_client();
+    let ok = FakeListerWatcher::<ConfigMap>::new();
+    let failing = FakeListerWatcher::<ConfigMap>::new();
+    for _ in 0..100 {
+        failing.push_list_error(ListWatchError::InvalidRequest(
+            "connection refused by http://127.0.0.1:1".into(),
+        ));
+    }
+    factory.informer_for("configmaps", |o| SharedIndexInformer::new(ok.clone(), o));
+    // List + watch (no watch-list), so that every start is a list that fails.
+    let bad = factory.informer_for("failing-configmaps", |o| {
+        SharedIndexInformer::new(failing.clone(), o.with_watch_list(false))
+    });
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    let err = factory
+        .wait_for_cache_sync_timeout(Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert_eq!(err.unsynced, ["failing-configmaps"]);
+    let last = err.last_error.as_deref().unwrap();
+    assert!(last.contains("http://127.0.0.1:1"), "{last}");
+    assert!(
+        err.to_string()
+            .contains("failing-configmaps not synced after 10s")
+    );
+    assert_eq!(bad.last_error().as_deref(), Some(last));
+    // The free function reports the same for any sources.
+    let err = wait_for_cache_sync_timeout(Duration::from_secs(1), &[&bad])
+        .await
+        .unwrap_err();
+    assert_eq!((err.unsynced.len(), err.last_error.is_some()), (1, true));
+    factory.shutdown().await;
 }

@@ -1,5 +1,6 @@
-//! Knowing when a cache is synced: the [`HasSynced`] trait, a settable [`SyncedFlag`], and
-//! [`wait_for_cache_sync`], which awaits a set of them.
+//! Knowing when a cache is synced: the [`HasSynced`] trait, a settable [`SyncedFlag`],
+//! [`wait_for_cache_sync`], which awaits a set of them, and [`wait_for_cache_sync_timeout`],
+//! which gives up after a while with the last error a source saw.
 //!
 //! Properties:
 //! - *Monotonic*: once `has_synced()` returns true it keeps returning true. Every implementation
@@ -8,6 +9,7 @@
 //!   polls every 100 ms).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt, join_all};
 use tokio::sync::Notify;
@@ -27,6 +29,78 @@ pub trait HasSynced: Send + Sync {
     /// # Cancel safety
     /// Cancel safe: dropping the future loses nothing, a new call waits again.
     fn wait_synced(&self) -> BoxFuture<'_, ()>;
+
+    /// The last error the source met on its way to sync (an informer: the last list/watch
+    /// error its reflector reported), for messages when a sync takes too long.
+    fn last_error(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A bounded wait for caches to sync ran out of time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{} not synced after {timeout:?}{}",
+    unsynced.join(", "),
+    last_error.as_deref().map(|e| format!("; last error: {e}")).unwrap_or_default()
+)]
+pub struct CacheSyncTimeout {
+    /// How long the wait lasted.
+    pub timeout: Duration,
+    /// The sources that had not synced: informer names, or `#<index>` for unnamed sources.
+    pub unsynced: Vec<String>,
+    /// The last error one of them reported (the first unsynced source that has one).
+    pub last_error: Option<String>,
+}
+
+impl CacheSyncTimeout {
+    pub(crate) fn new(timeout: Duration, unsynced: Vec<(String, &dyn HasSynced)>) -> Self {
+        CacheSyncTimeout {
+            timeout,
+            last_error: unsynced.iter().find_map(|(_, s)| s.last_error()),
+            unsynced: unsynced.into_iter().map(|(n, _)| n).collect(),
+        }
+    }
+}
+
+/// Waits at most `timeout` for every source to sync.
+///
+/// A program pointed at an unreachable or refusing server otherwise waits forever (the
+/// reflector retries with backoff); this gives it an error to report, with the last list/watch
+/// error of an unsynced informer.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+/// use std::time::Duration;
+/// use kinformer::cache::{SyncedFlag, wait_for_cache_sync_timeout};
+/// let (a, b) = (SyncedFlag::new_set(), SyncedFlag::new());
+/// let err = wait_for_cache_sync_timeout(Duration::from_secs(5), &[&a, &b]).await.unwrap_err();
+/// assert_eq!(err.unsynced, ["#1"]);
+/// b.set();
+/// assert!(wait_for_cache_sync_timeout(Duration::from_secs(5), &[&a, &b]).await.is_ok());
+/// # }
+/// ```
+///
+/// # Errors
+/// [`CacheSyncTimeout`] naming the sources still unsynced after `timeout`.
+///
+/// # Cancel safety
+/// Cancel safe: it only observes the sources.
+pub async fn wait_for_cache_sync_timeout(
+    timeout: Duration,
+    sources: &[&dyn HasSynced],
+) -> Result<(), CacheSyncTimeout> {
+    let all = join_all(sources.iter().map(|s| s.wait_synced()));
+    if tokio::time::timeout(timeout, all).await.is_ok() {
+        return Ok(());
+    }
+    let unsynced = sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.has_synced())
+        .map(|(i, s)| (format!("#{i}"), *s))
+        .collect();
+    Err(CacheSyncTimeout::new(timeout, unsynced))
 }
 
 impl<T: HasSynced + ?Sized> HasSynced for std::sync::Arc<T> {
@@ -37,6 +111,10 @@ impl<T: HasSynced + ?Sized> HasSynced for std::sync::Arc<T> {
     fn wait_synced(&self) -> BoxFuture<'_, ()> {
         (**self).wait_synced()
     }
+
+    fn last_error(&self) -> Option<String> {
+        (**self).last_error()
+    }
 }
 
 impl<T: HasSynced + ?Sized> HasSynced for &T {
@@ -46,6 +124,10 @@ impl<T: HasSynced + ?Sized> HasSynced for &T {
 
     fn wait_synced(&self) -> BoxFuture<'_, ()> {
         (**self).wait_synced()
+    }
+
+    fn last_error(&self) -> Option<String> {
+        (**self).last_error()
     }
 }
 

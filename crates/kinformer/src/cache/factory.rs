@@ -22,7 +22,10 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{HasSynced, InformerError, InformerOptions, Selectors, SharedIndexInformer, Storage};
+use super::{
+    CacheSyncTimeout, HasSynced, InformerError, InformerOptions, Selectors, SharedIndexInformer,
+    Storage,
+};
 
 /// Why the factory refused a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -328,6 +331,43 @@ impl SharedInformerFactory {
             out.insert(name, informer.has_synced());
         }
         out
+    }
+
+    /// Waits at most `timeout` for every started informer to sync.
+    ///
+    /// Use it where a program must not hang on an unreachable or refusing server: the error
+    /// names the informers that did not sync and the last list/watch error one of them saw.
+    ///
+    /// # Errors
+    /// [`CacheSyncTimeout`] after `timeout`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only waits.
+    pub async fn wait_for_cache_sync_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<(), CacheSyncTimeout> {
+        let started: Vec<(String, Box<dyn ErasedInformer>)> = {
+            let st = self.state.lock();
+            st.informers
+                .values()
+                .filter(|e| e.started)
+                .map(|e| (e.name.clone(), e.runner.clone_erased()))
+                .collect()
+        };
+        let all = futures::future::join_all(started.iter().map(|(_, i)| i.wait_synced()));
+        if tokio::time::timeout(timeout, all).await.is_ok() {
+            return Ok(());
+        }
+        let unsynced = started
+            .iter()
+            .filter(|(_, i)| !i.has_synced())
+            .map(|(n, i)| {
+                let informer: &dyn ErasedInformer = i.as_ref();
+                (n.clone(), informer as &dyn HasSynced)
+            })
+            .collect();
+        Err(CacheSyncTimeout::new(timeout, unsynced))
     }
 
     /// Stops every informer and waits until all of them (and their tasks) have ended.

@@ -20,7 +20,10 @@ pub mod reflector;
 mod sink;
 mod synctrack;
 
-pub use cache_sync::{HasSynced, SyncedFlag, wait_for_cache_sync, wait_for_named_cache_sync};
+pub use cache_sync::{
+    CacheSyncTimeout, HasSynced, SyncedFlag, wait_for_cache_sync, wait_for_cache_sync_timeout,
+    wait_for_named_cache_sync,
+};
 pub use compact::{CodecError, CompactOptions, Format};
 pub use error::CacheError;
 pub use factory::{FactoryError, SharedInformerFactory};

@@ -1,7 +1,9 @@
 //! Compact storage for the [`Indexer`](super::Indexer): objects kept encoded (MessagePack or
 //! JSON, compressed with a zstd dictionary trained on the stored objects) and decoded on read.
 //!
-//! Chosen when the indexer is built, with [`Indexer::compact`](super::Indexer::compact). The
+//! Chosen when the indexer is built, with [`Indexer::compact`](super::Indexer::compact), or for
+//! an informer with [`Storage::compact`](super::Storage::compact); with
+//! [`Lazy<K>`](super::Lazy) objects the stored payload is the JSON body as it arrived. The
 //! encoding of one object ("blob") is a tag byte followed by the payload:
 //! - `0`: the serialized object, uncompressed (before a dictionary exists);
 //! - `1`: the serialized object compressed with zstd and the indexer's dictionary.

@@ -48,6 +48,8 @@ struct Inner<K> {
     indexer: Arc<Indexer<K>>,
     processor: Arc<SharedProcessor<K>>,
     synced: Arc<SyncedFlag>,
+    /// The last list/watch error the reflector reported (see `HasSynced::last_error`).
+    last_error: Arc<Mutex<Option<String>>>,
     stopped: SyncedFlag,
     /// Taken by the process loop around each popped item, and by handler registration and
     /// removal after the start. Lock order: `state` before `block_deltas`.
@@ -229,6 +231,7 @@ where
                 indexer,
                 processor,
                 synced,
+                last_error: Arc::new(Mutex::new(None)),
                 stopped: SyncedFlag::new(),
                 block_deltas: Arc::new(Mutex::new(())),
                 state: Mutex::new(state),
@@ -483,9 +486,13 @@ where
         let processor = Arc::clone(&inner.processor);
         let mut reflector = Reflector::new(inner.lw.clone(), sink, options)
             .with_should_resync(move || processor.should_resync(Instant::now()));
-        if let Some(h) = error_handler {
-            reflector = reflector.with_watch_error_handler(move |e| h(e));
-        }
+        let last_error = Arc::clone(&inner.last_error);
+        reflector = reflector.with_watch_error_handler(move |e| {
+            *last_error.lock() = Some(e.to_string());
+            if let Some(h) = &error_handler {
+                h(e);
+            }
+        });
         if let Some(make) = &inner.options.backoff {
             reflector = reflector.with_backoff_manager(make());
         }
@@ -533,5 +540,10 @@ where
 
     fn wait_synced(&self) -> BoxFuture<'_, ()> {
         self.inner.synced.wait().boxed()
+    }
+
+    /// The last list/watch error the reflector reported (kept after later successes).
+    fn last_error(&self) -> Option<String> {
+        self.inner.last_error.lock().clone()
     }
 }
