@@ -1,5 +1,6 @@
-//! Decoding list bodies and watch lines object by object, so that one bad object is skipped
-//! and reported instead of failing the whole list or ending the watch.
+//! Decoding list bodies object by object, so that one bad object is skipped and reported
+//! instead of failing the whole list; and watch lines one by one, where a bad line is a
+//! [`DecodeError`] that ends the watch (the reflector resumes from its last synced version).
 
 use std::sync::Arc;
 use std::time::Duration;
