@@ -980,6 +980,26 @@ async fn internal_watch_errors_rewatch_at_once_within_the_retry_duration_then_re
     r.stop().await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_huge_retry_after_is_capped_at_the_backoff_ceiling() {
+    let lw = Timed::new(FakeListerWatcher::<ConfigMap>::new());
+    lw.inner.add(cm("a")).unwrap();
+    lw.inner
+        .push_watch_error(ApiStatus::too_many_requests(Some(Duration::from_secs(
+            100_000,
+        ))));
+    let r = start(
+        lw.clone(),
+        list_watch_options(),
+        Some(Box::new(Steps::default())),
+    );
+    eventually("second watch", || lw.watches.lock().len() == 2).await;
+    let w = lw.watches.lock().clone();
+    assert_eq!(w[1] - w[0], kinformer::cache::MAX_RETRY_AFTER);
+    assert_eq!(kinformer::cache::MAX_RETRY_AFTER, Duration::from_secs(30));
+    r.stop().await;
+}
+
 // ---------------------------------------------------------------- lifecycle
 
 #[tokio::test(start_paused = true)]

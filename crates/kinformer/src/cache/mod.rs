@@ -66,7 +66,7 @@ pub use processor::{
 };
 pub use queue::{KnownObjects, PopFuture, Popped, ProcessFn, Queue};
 pub use real_fifo::{DEFAULT_MAX_BATCH, RealFifo};
-pub use reflector::{Reflector, ReflectorError, ReflectorOptions};
+pub use reflector::{MAX_RETRY_AFTER, Reflector, ReflectorError, ReflectorOptions};
 pub use selector::{Operator, Requirement, Selector, SelectorParseError};
 pub use sink::ReflectorSink;
 pub use store::{Indexer, IndexerError, PreviousItems, Upserted};

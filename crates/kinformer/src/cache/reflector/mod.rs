@@ -24,6 +24,8 @@
 //! - **Lists** skip and report undecodable items ([`ReflectorError::Undecodable`]) instead of
 //!   failing the whole list as client-go does (one bad object would otherwise stall the
 //!   informer). Objects without a name are skipped and reported, in lists and watches.
+//! - **Retry-After** is honoured up to [`MAX_RETRY_AFTER`] (30 s, the backoff ceiling): a
+//!   larger value from a server cannot stall the informer for longer.
 //!
 //! The decisions live in the pure state machine [`ReflectorMachine`]; [`Reflector::run`]
 //! performs its actions.
@@ -61,6 +63,11 @@ use retry::RetryWithDeadline;
 
 /// client-go's minimum watch timeout; the actual one is uniform in `[min, 2·min)`.
 pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// The longest wait a server's Retry-After can impose: the reflector's backoff ceiling, 30 s.
+/// client-go's reflector never waits longer than its backoff cap between attempts; a larger
+/// Retry-After (say 100 000 s) is cut to this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// A watch that closes sooner than this without any event counts as an error.
 const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -377,7 +384,7 @@ where
                 },
                 Action::Backoff { retry_after } => {
                     let step = self.backoff.lock().backoff();
-                    let delay = retry_after.map_or(step, |ra| ra.max(step));
+                    let delay = retry_after.map_or(step, |ra| ra.min(MAX_RETRY_AFTER).max(step));
                     debug!(reflector = %self.name, ?delay, "backing off");
                     tokio::select! {
                         biased;
