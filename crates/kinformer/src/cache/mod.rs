@@ -6,6 +6,7 @@
 mod cache_sync;
 pub mod compact;
 mod error;
+mod expiration_cache;
 mod factory;
 mod fake_listwatch;
 mod handler;
@@ -41,6 +42,7 @@ mod transform;
 
 pub use delta::{Delta, DeltaType};
 pub use delta_fifo::DeltaFifo;
+pub use expiration_cache::{ExpirationCache, ExpirationPolicy, TimestampedEntry, TtlPolicy};
 pub use index::{
     IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };
