@@ -139,7 +139,8 @@ impl Sink {
 /// # Cancel safety
 /// Dropping the future ends the stream; nothing else is affected.
 pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
-    let deadline = Instant::now() + req.timeout;
+    // A client's timeout is at most a year (the query clamps it): the deadline cannot overflow.
+    let deadline = Instant::now() + req.timeout.min(crate::query::MAX_TIMEOUT);
     let mut sink = Sink {
         tx,
         buf: BytesMut::with_capacity(64 * 1024),

@@ -299,3 +299,61 @@ async fn the_store_handle_reports_the_same_errors() {
         .unwrap_err();
     assert_eq!((e.code, e.reason), (409, "Conflict"));
 }
+
+/// Opens `path` as a streaming GET and reads until `needle` shows up, the connection ends or
+/// 5 s pass; returns what was read.
+async fn read_stream_until(url: &str, path: &str, needle: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url.trim_start_matches("http://");
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let n = match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+            Ok(Ok(n)) => n,
+            Ok(Err(_)) | Err(_) => break,
+        };
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+        if String::from_utf8_lossy(&out).contains(needle) {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn a_huge_watch_timeout_is_clamped_not_a_panic() {
+    let server = TestServer::start().await.unwrap();
+    server
+        .store()
+        .create(
+            "configmaps",
+            "default",
+            serde_json::json!({"metadata": {"name": "cm"}}),
+        )
+        .unwrap();
+    let url = server.url();
+    for secs in ["9223372036854775807", "18446744073709551615"] {
+        let path =
+            format!("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds={secs}");
+        let got = read_stream_until(&url, &path, "\"ADDED\"").await;
+        assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+        assert!(got.contains("\"ADDED\""), "no event for {secs}: {got}");
+    }
+    // The server is still up.
+    let (code, _) = raw(
+        &url,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 200);
+}
