@@ -33,6 +33,8 @@
 mod decode;
 mod error;
 
+pub use decode::{decode_list, decode_watch_line};
+
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
