@@ -57,6 +57,19 @@ pub enum Fault {
         /// Events sent intact first.
         after_events: usize,
     },
+    /// After this many events, send the next event as a line that is not JSON and keep the
+    /// stream going: that change is lost on the wire, and a client that skips the bad line
+    /// misses it.
+    GarbleWatchEvent {
+        /// Events sent intact first.
+        after_events: usize,
+    },
+    /// After this many events, send the next event with an unknown event type (`ADDDED`) and
+    /// keep the stream going.
+    UnknownWatchEventType {
+        /// Events sent intact first.
+        after_events: usize,
+    },
     /// Simulated restart: close every open watch and refuse new connections for this long.
     RefuseConnections(Duration),
     /// Compact the history up to the current revision now.
@@ -75,6 +88,8 @@ impl Fault {
             Fault::Delay(_) => "delay",
             Fault::TruncateWatchFrame { .. } => "truncate",
             Fault::GarbleWatchFrame { .. } => "garble",
+            Fault::GarbleWatchEvent { .. } => "garble-event",
+            Fault::UnknownWatchEventType { .. } => "unknown-type",
             Fault::RefuseConnections(_) => "refuse",
             Fault::Compact => "compact",
         }
@@ -87,7 +102,9 @@ impl Fault {
             | Fault::CloseWatchRandom { .. }
             | Fault::WatchGone
             | Fault::TruncateWatchFrame { .. }
-            | Fault::GarbleWatchFrame { .. } => Target::Watch,
+            | Fault::GarbleWatchFrame { .. }
+            | Fault::GarbleWatchEvent { .. }
+            | Fault::UnknownWatchEventType { .. } => Target::Watch,
             Fault::ExpireContinue => Target::ListContinue,
             _ => Target::Any,
         }
@@ -424,7 +441,7 @@ impl Faults {
 ///
 /// `FAULT` is one of `close-watch:N` (close after N events), `close-watch:rand:MAX` (after a
 /// random number of events up to MAX), `watch-gone`, `expire-continue`,
-/// `429[:SECS]`, `500`, `delay:MS`, `truncate[:N]`, `garble[:N]`, `refuse:MS`, `compact`.
+/// `429[:SECS]`, `500`, `delay:MS`, `truncate[:N]`, `garble[:N]`, `garble-event[:N]`, `unknown-type[:N]`, `refuse:MS`, `compact`.
 /// Example: `seed=7,500@0.01,close-watch:100@0.2,429:1x3`.
 ///
 /// # Errors
@@ -480,6 +497,12 @@ pub fn parse_spec(spec: &str) -> Result<(Option<u64>, Vec<FaultRule>), FaultSpec
                 after_events: num(0)? as usize,
             },
             "garble" => Fault::GarbleWatchFrame {
+                after_events: num(0)? as usize,
+            },
+            "garble-event" => Fault::GarbleWatchEvent {
+                after_events: num(0)? as usize,
+            },
+            "unknown-type" => Fault::UnknownWatchEventType {
                 after_events: num(0)? as usize,
             },
             "refuse" => Fault::RefuseConnections(Duration::from_millis(num(1000)?)),

@@ -33,11 +33,13 @@
 //!
 //! Module map: [`store`] (revisions, history, writes), [`list`] and [`watch`] (reads),
 //! [`selector`], [`query`], [`resource`] and [`discovery`], [`status`] (errors), [`faults`],
-//! [`synthetic`] (bench pods), [`server`].
+//! [`synthetic`] (bench pods), [`validate`] (what is refused, and how), [`server`].
 
+mod conn;
 pub mod discovery;
 pub mod faults;
 mod handle;
+mod host;
 pub mod list;
 pub mod object;
 pub mod query;
@@ -48,6 +50,7 @@ pub mod server;
 pub mod status;
 pub mod store;
 pub mod synthetic;
+pub mod validate;
 pub mod watch;
 
 pub use faults::{Fault, FaultRule, Faults, InjectedFault, Target};

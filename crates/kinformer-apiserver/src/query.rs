@@ -17,6 +17,11 @@ pub enum RvMatch {
     Exact,
 }
 
+/// The longest `timeoutSeconds` honoured: larger values (up to `u64::MAX`) are clamped to it,
+/// so that no deadline computed from a client's number can overflow. A watch this long still
+/// ends at a restart or shutdown of the server. One year.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
 /// Parsed request parameters.
 #[derive(Debug, Clone, Default)]
 pub struct Query {
@@ -34,7 +39,7 @@ pub struct Query {
     pub limit: usize,
     /// `continue`.
     pub continue_token: Option<String>,
-    /// `timeoutSeconds`.
+    /// `timeoutSeconds` (or `timeout`), at most [`MAX_TIMEOUT`].
     pub timeout: Option<Duration>,
     /// `allowWatchBookmarks`.
     pub allow_bookmarks: bool,
@@ -143,7 +148,7 @@ impl Query {
                     let s: u64 = v.parse().map_err(|_| {
                         ApiError::bad_request(format!("invalid timeoutSeconds: {v:?}"))
                     })?;
-                    q.timeout = Some(Duration::from_secs(s));
+                    q.timeout = Some(Duration::from_secs(s).min(MAX_TIMEOUT));
                 }
                 "timeout" => {
                     // Go duration, e.g. "30s" or "1m": accept the common seconds/minutes forms.
@@ -153,10 +158,10 @@ impl Query {
                         .or_else(|| {
                             v.strip_suffix('m')
                                 .and_then(|n| n.parse::<u64>().ok())
-                                .map(|m| m * 60)
+                                .map(|m| m.saturating_mul(60))
                         });
                     if let (Some(s), None) = (secs, q.timeout) {
-                        q.timeout = Some(Duration::from_secs(s));
+                        q.timeout = Some(Duration::from_secs(s).min(MAX_TIMEOUT));
                     }
                 }
                 "allowWatchBookmarks" => q.allow_bookmarks = parse_bool(&k, &v)?,
@@ -172,6 +177,24 @@ impl Query {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_timeouts_are_clamped_not_overflowed() {
+        for raw in [
+            "watch=true&timeoutSeconds=9223372036854775807",
+            "watch=true&timeoutSeconds=18446744073709551615",
+            "watch=true&timeout=18446744073709551615m",
+        ] {
+            let q = Query::parse(Some(raw)).unwrap();
+            assert_eq!(q.timeout, Some(MAX_TIMEOUT), "{raw}");
+            assert!(
+                tokio::time::Instant::now()
+                    .checked_add(MAX_TIMEOUT)
+                    .is_some()
+            );
+        }
+        assert!(Query::parse(Some("timeoutSeconds=-1")).is_err());
+    }
 
     #[test]
     fn kube_style_leading_ampersand_is_ignored() {

@@ -16,12 +16,14 @@ use tokio::sync::mpsc;
 
 use crate::discovery;
 use crate::faults::{Fault, Faults, RequestKind};
+use crate::host;
 use crate::list;
 use crate::query::{Query, RvMatch};
 use crate::resource::ResourceDef;
 use crate::server::ServerConfig;
 use crate::status::ApiError;
 use crate::store::{PatchType, Store};
+use crate::validate;
 use crate::watch::{self, WatchRequest, WatchStart};
 
 /// Shared state of the HTTP layer.
@@ -47,6 +49,15 @@ fn value_response(v: &Value) -> Response {
 
 /// The single entry point: every request comes here.
 pub(crate) async fn handle(State(st): State<AppState>, req: Request) -> Response {
+    if !st.config.allow_remote {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .map(|h| h.to_str().unwrap_or("\u{fffd}"));
+        if let Err(e) = host::check(host) {
+            return e.into_response();
+        }
+    }
     match route(&st, req).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
@@ -94,6 +105,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
     let target = parse_target(&st.store, group, version, rest)
         .ok_or_else(|| ApiError::unknown_path(&path))?;
     let query = Query::parse(req.uri().query())?;
+    validate::field_selector(&target.def, &query.field_selector)?;
     let method = req.method().clone();
     let kind = match (&method, &target.name) {
         (&Method::GET, Some(_)) => RequestKind::Get,
@@ -124,10 +136,16 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
+    if matches!(method, Method::POST | Method::PUT)
+        || (method == Method::DELETE && !content_type.is_empty())
+    {
+        require_json(&content_type)?;
+    }
     let limit = st.config.max_body_bytes;
-    let body = axum::body::to_bytes(req.into_body(), limit)
+    let read = read_body(req.into_body(), limit);
+    let body = tokio::time::timeout(st.config.body_read_timeout, read)
         .await
-        .map_err(|_| ApiError::too_large(limit))?;
+        .map_err(|_| ApiError::body_timeout(st.config.body_read_timeout))??;
     let ns = target.namespace.as_deref();
     let s = &st.store;
     match (method, target.name.as_deref()) {
@@ -182,6 +200,14 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
             let uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
             let o = s.delete_at(target.ridx, ns, name, rv, uid)?;
             Ok(json_response(StatusCode::OK, o.bytes.clone()))
+        }
+        (Method::DELETE, None)
+            if (target.def.namespaced && ns.is_none())
+                || (target.def.group.is_empty() && target.def.plural == "namespaces") =>
+        {
+            // Kubernetes offers no cluster-wide collection delete of namespaced resources
+            // (nor of namespaces).
+            Err(ApiError::method_not_allowed())
         }
         (Method::DELETE, None) => {
             let page = s.list_page(target.ridx, ns, None, None, 0, |o| {
@@ -246,6 +272,34 @@ fn parse_target(store: &Store, group: &str, version: &str, rest: &[&str]) -> Opt
         name,
         status,
     })
+}
+
+/// Reads a request body of at most `limit` bytes: 413 beyond, 400 for a body that breaks off
+/// or is malformed (a bad chunk size, say).
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut out = bytes::BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk
+            .map_err(|e| ApiError::bad_request(format!("cannot read the request body: {e}")))?;
+        if out.len() + chunk.len() > limit {
+            return Err(ApiError::too_large(limit));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out.freeze())
+}
+
+/// 415 unless `ct` is JSON (or empty, which Kubernetes reads as JSON). Cross-site form posts
+/// (`text/plain`, `application/x-www-form-urlencoded`, `multipart/form-data`) are refused.
+fn require_json(ct: &str) -> Result<(), ApiError> {
+    let base = ct.split(';').next().unwrap_or("").trim();
+    if base.is_empty() || base.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(ApiError::unsupported_media_type(base))
+    }
 }
 
 fn parse_body(body: &[u8]) -> Result<Value, ApiError> {

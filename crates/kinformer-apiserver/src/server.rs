@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, ReusableBoxFuture};
 
+use crate::conn::{self, ConnLimits};
 use crate::faults::Faults;
 use crate::resource::ResourceDef;
 use crate::routes::{AppState, handle};
@@ -36,8 +37,21 @@ pub struct ServerConfig {
     pub default_watch_timeout: Duration,
     /// How long a request for a future resourceVersion waits before 504.
     pub rv_wait: Duration,
-    /// Largest accepted request body.
+    /// Largest accepted request body (413 beyond; Kubernetes' limit is 3 MiB).
     pub max_body_bytes: usize,
+    /// A connection must send a request's headers within this time, and an idle keep-alive
+    /// connection is closed after it (one hyper timer serves both). Never applies while a
+    /// response (a watch) is being sent. 30 s by default.
+    pub header_read_timeout: Duration,
+    /// A request body must arrive within this time (408 `Timeout` otherwise). 60 s by default.
+    pub body_read_timeout: Duration,
+    /// Open connections at most; a connection beyond gets `503 ServiceUnavailable` and is
+    /// closed. 1024 by default.
+    pub max_connections: usize,
+    /// Answer requests whatever their `Host` header (needed when binding a non-loopback
+    /// address). Off by default: only loopback host names are answered (403 otherwise), which
+    /// keeps web pages from reaching the server through DNS rebinding.
+    pub allow_remote: bool,
     /// Seed of random faults.
     pub seed: u64,
     /// Resources served (the built-ins by default).
@@ -53,6 +67,10 @@ impl Default for ServerConfig {
             default_watch_timeout: Duration::from_secs(1800),
             rv_wait: Duration::from_secs(1),
             max_body_bytes: 3 * 1024 * 1024,
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(60),
+            max_connections: 1024,
+            allow_remote: false,
             seed: 0,
             resources: ResourceDef::builtins(),
         }
@@ -67,6 +85,13 @@ impl ServerConfig {
             rv_wait: Duration::from_millis(200),
             ..Self::default()
         }
+    }
+
+    /// Answers any `Host` header (see [`ServerConfig::allow_remote`]).
+    #[must_use]
+    pub fn with_allow_remote(mut self, allow: bool) -> Self {
+        self.allow_remote = allow;
+        self
     }
 
     /// Adds a resource (e.g. a custom resource) to serve.
@@ -152,15 +177,11 @@ impl ApiServer {
             faults: faults.clone(),
             restarts: faults.restarts(),
         };
-        let signal = shutdown.clone().cancelled_owned();
-        tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, app)
-                .with_graceful_shutdown(signal)
-                .await
-            {
-                tracing::warn!(error = %e, "api server stopped");
-            }
-        });
+        let limits = ConnLimits {
+            header_read_timeout: config.header_read_timeout,
+            max_connections: config.max_connections.max(1),
+        };
+        tokio::spawn(conn::serve(listener, app, limits, shutdown.clone()));
         Ok(Self {
             addr,
             store,

@@ -165,6 +165,15 @@ impl ApiError {
         )
     }
 
+    /// 408 `Timeout`: the request body did not arrive within `limit`.
+    pub fn body_timeout(limit: std::time::Duration) -> Self {
+        Self::new(
+            408,
+            "Timeout",
+            format!("the request body was not received within {limit:?}"),
+        )
+    }
+
     /// 415 UnsupportedMediaType.
     pub fn unsupported_media_type(ct: &str) -> Self {
         Self::new(

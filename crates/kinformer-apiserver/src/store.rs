@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use crate::object::{StoredObject, new_uid, now_rfc3339, object_key};
 use crate::resource::ResourceDef;
 use crate::status::ApiError;
+use crate::validate;
 
 /// Errors of the store are API errors: each maps to the `Status` a client would see.
 pub type StoreError = ApiError;
@@ -367,6 +368,7 @@ impl Store {
         mut obj: Value,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let def = self.def(ridx)?;
+        validate::body(&def, &obj)?;
         let meta = meta_mut(&mut obj)?;
         let ns = resolve_namespace(&def, namespace, meta)?;
         let mut name = meta
@@ -388,7 +390,10 @@ impl Store {
                 }
             }
         }
-        validate_name(&def, &name)?;
+        validate::name(&def, &name)?;
+        if def.namespaced {
+            validate::namespace(&def, &name, &ns)?;
+        }
         meta.insert("name".into(), json!(name));
         if def.namespaced {
             meta.insert("namespace".into(), json!(ns));
@@ -401,6 +406,7 @@ impl Store {
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         set_type_meta(&def, &mut obj);
+        validate::labels(&def, &name, &obj)?;
         let mut g = self.inner.write();
         let key = object_key(&ns, &name);
         if g.objects[ridx].contains_key(&key) {
@@ -409,6 +415,7 @@ impl Store {
         let rev = g.revision + 1;
         set_rv(&mut obj, rev)?;
         let stored = StoredObject::from_value(&obj, rev).map_err(ser_err)?;
+        validate::size(stored.bytes.len())?;
         g.revision = rev;
         self.commit(&mut g, ridx, EventType::Added, stored.clone(), None);
         Ok(stored)
@@ -429,6 +436,8 @@ impl Store {
         obj: Value,
         status_only: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
+        let def = self.def(ridx)?;
+        validate::body(&def, &obj)?;
         self.modify(ridx, namespace, name, |_| Ok(obj.clone()), status_only)
     }
 
@@ -446,6 +455,7 @@ impl Store {
         patch: &Value,
         status_only: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
+        let def = self.def(ridx)?;
         self.modify(
             ridx,
             namespace,
@@ -475,6 +485,7 @@ impl Store {
                         json_patch::merge(&mut v, patch);
                     }
                 }
+                validate::patched(&def, name, &v)?;
                 Ok(v)
             },
             status_only,
@@ -582,6 +593,7 @@ impl Store {
             meta.insert("resourceVersion".into(), json!(old.revision.to_string()));
         }
         set_type_meta(&def, &mut out);
+        validate::labels(&def, name, &out)?;
         if spec_part(&out) != spec_part(&old_v) {
             let gen_ = old_v
                 .get("metadata")
@@ -609,6 +621,7 @@ impl Store {
         let rev = g.revision + 1;
         set_rv(&mut out, rev)?;
         let stored = StoredObject::from_value(&out, rev).map_err(ser_err)?;
+        validate::size(stored.bytes.len())?;
         g.revision = rev;
         let kind = if finished_deleting {
             EventType::Deleted
@@ -854,28 +867,6 @@ fn resolve_namespace(
         (Some(u), _) => Ok(u.to_string()),
         (None, Some(b)) => Ok(b.to_string()),
         (None, None) => Ok("default".to_string()),
-    }
-}
-
-fn validate_name(def: &ResourceDef, name: &str) -> Result<(), ApiError> {
-    let ok = name.len() <= 253
-        && !name.contains('/')
-        && !name.contains('%')
-        && name != "."
-        && name != ".."
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(
-            &def.kind,
-            &def.group,
-            name,
-            "metadata.name",
-            "Invalid value: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'",
-        ))
     }
 }
 

@@ -100,6 +100,8 @@ struct Sink {
     close_after: Option<usize>,
     truncate_after: Option<usize>,
     garble_after: Option<usize>,
+    garble_event_after: Option<usize>,
+    unknown_type_after: Option<usize>,
 }
 
 impl Sink {
@@ -118,6 +120,26 @@ impl Sink {
             self.buf
                 .put_slice(b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\x01garbled\n");
             return false;
+        }
+        if self
+            .garble_event_after
+            .take_if(|n| *n == self.sent)
+            .is_some()
+        {
+            // The event is lost on the wire; the stream goes on.
+            self.buf
+                .put_slice(b"{\"type\":\"MODIFIED\",\"object\":{\x01}}\n");
+            self.sent += 1;
+            return true;
+        }
+        if self
+            .unknown_type_after
+            .take_if(|n| *n == self.sent)
+            .is_some()
+        {
+            event_line(&mut self.buf, "ADDDED", &obj.bytes);
+            self.sent += 1;
+            return true;
         }
         event_line(&mut self.buf, kind, &obj.bytes);
         self.sent += 1;
@@ -139,7 +161,8 @@ impl Sink {
 /// # Cancel safety
 /// Dropping the future ends the stream; nothing else is affected.
 pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
-    let deadline = Instant::now() + req.timeout;
+    // A client's timeout is at most a year (the query clamps it): the deadline cannot overflow.
+    let deadline = Instant::now() + req.timeout.min(crate::query::MAX_TIMEOUT);
     let mut sink = Sink {
         tx,
         buf: BytesMut::with_capacity(64 * 1024),
@@ -147,12 +170,20 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
         close_after: None,
         truncate_after: None,
         garble_after: None,
+        garble_event_after: None,
+        unknown_type_after: None,
     };
     for f in &req.faults {
         match f {
             Fault::CloseWatch { after_events } => sink.close_after = Some(*after_events),
             Fault::TruncateWatchFrame { after_events } => sink.truncate_after = Some(*after_events),
             Fault::GarbleWatchFrame { after_events } => sink.garble_after = Some(*after_events),
+            Fault::GarbleWatchEvent { after_events } => {
+                sink.garble_event_after = Some(*after_events);
+            }
+            Fault::UnknownWatchEventType { after_events } => {
+                sink.unknown_type_after = Some(*after_events);
+            }
             _ => {}
         }
     }

@@ -1,5 +1,6 @@
 //! The `kinformer` command.
 
+mod args;
 mod bench;
 mod demo;
 mod serve;

@@ -15,24 +15,36 @@ pub struct ServeArgs {
     /// Address to bind; anything but loopback also needs --allow-remote.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     address: IpAddr,
-    /// Allow binding a non-loopback address (the server has no authentication).
+    /// Allow binding a non-loopback address and answer any `Host` header (the server has no
+    /// authentication; without this flag only loopback host names are answered).
     #[arg(long)]
     allow_remote: bool,
     /// Create this many synthetic bench pods before serving.
     #[arg(long, default_value_t = 0)]
     seed_pods: usize,
-    /// Update this many bench pods per second (needs --seed-pods).
-    #[arg(long, default_value_t = 0.0)]
+    /// Update this many bench pods per second (needs --seed-pods; at most 1,000,000).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_churn)]
     churn: f64,
     /// Faults to inject, e.g. `seed=7,500@0.01,close-watch:100@0.2` (see the apiserver docs).
     #[arg(long)]
     faults: Option<String>,
-    /// Seconds between watch bookmarks.
-    #[arg(long, default_value_t = 60)]
+    /// Seconds between watch bookmarks (1 to a year).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_SECS))]
     bookmark_interval: u64,
     /// Maximum number of events kept in the history (older ones are compacted).
     #[arg(long, default_value_t = 100_000)]
     history: usize,
+}
+
+/// The highest `--churn`: updates per second the churn task attempts.
+const MAX_CHURN: f64 = 1_000_000.0;
+
+/// Updates per 10 ms tick at most: a rate the store cannot keep up with is not made up later
+/// (the backlog is dropped), so the churn task never spins.
+const MAX_UPDATES_PER_TICK: f64 = MAX_CHURN / 100.0;
+
+fn parse_churn(s: &str) -> Result<f64, String> {
+    crate::args::parse_rate(s, MAX_CHURN)
 }
 
 /// Runs the server until Ctrl-C. Returns the process exit code.
@@ -61,6 +73,7 @@ async fn serve(args: ServeArgs) -> i32 {
     let mut config = ServerConfig {
         bind: SocketAddr::new(args.address, args.port),
         bookmark_interval: Duration::from_secs(args.bookmark_interval.max(1)),
+        allow_remote: args.allow_remote,
         ..ServerConfig::default()
     };
     config.store.max_events = args.history.max(1);
@@ -107,7 +120,7 @@ async fn serve(args: ServeArgs) -> i32 {
             let (mut due, mut counter) = (0.0f64, 0u64);
             loop {
                 interval.tick().await;
-                due += rate * tick.as_secs_f64();
+                due = (due + rate * tick.as_secs_f64()).min(MAX_UPDATES_PER_TICK);
                 while due >= 1.0 {
                     due -= 1.0;
                     counter += 1;

@@ -48,16 +48,17 @@ pub struct WatchArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Text)]
     output: Output,
-    /// Seconds between cache summaries on stderr (0: none).
-    #[arg(long, default_value_t = 10)]
+    /// Seconds between cache summaries on stderr (0: none; at most a year).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=crate::args::MAX_SECS))]
     summary_secs: u64,
     /// How the informer keeps objects: typed, or compact (encoded and compressed, a fraction
     /// of the memory; events still carry the objects as they arrived).
     #[arg(long, value_enum, default_value_t = StoreMode::Typed)]
     store: StoreMode,
-    /// Stop after this many seconds (default: until Ctrl-C).
-    #[arg(long)]
-    duration_secs: Option<f64>,
+    /// Stop after this many seconds, fractions allowed (default: until Ctrl-C; at most a
+    /// year).
+    #[arg(long, value_parser = crate::args::parse_secs)]
+    duration_secs: Option<Duration>,
     #[command(flatten)]
     connect: ConnectArgs,
 }
@@ -69,6 +70,8 @@ enum WatchError {
     Connect(#[from] crate::demo::connect::ConnectError),
     #[error("{0}")]
     Kube(#[from] kube::Error),
+    #[error("cannot reach the API server at {url}: {source}")]
+    Unreachable { url: String, source: kube::Error },
     #[error("unknown resource {0:?}")]
     UnknownResource(String),
     #[error("bad --index {0:?}: use `namespace` or `label:KEY`")]
@@ -89,12 +92,7 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `kinformer watch`. Returns the exit code.
 pub fn run(args: WatchArgs) -> i32 {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    crate::args::init_logging("warn");
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -174,7 +172,10 @@ impl ResourceEventHandler<DynamicObject> for Forward {
     }
 }
 
-fn print(event: &Event, output: Output) {
+/// Writes one event to stdout. An error (a closed pipe: `kinformer watch ... | head -1`) ends
+/// the watch.
+fn print(event: &Event, output: Output) -> std::io::Result<()> {
+    use std::io::Write;
     let (kind, obj, note) = match event {
         Event::Added(o, true) => ("ADDED", o, " (initial list)"),
         Event::Added(o, false) => ("ADDED", o, ""),
@@ -183,8 +184,10 @@ fn print(event: &Event, output: Output) {
         Event::Deleted(o, false) => ("DELETED", o, ""),
     };
     let m = &obj.metadata;
+    let mut out = std::io::stdout().lock();
     match output {
-        Output::Text => println!(
+        Output::Text => writeln!(
+            out,
             "{kind:<9} {}{}  rv={}{note}",
             m.namespace
                 .as_deref()
@@ -195,7 +198,7 @@ fn print(event: &Event, output: Output) {
         ),
         Output::Json => {
             let line = serde_json::json!({"type": kind, "object": obj.as_ref()});
-            println!("{line}");
+            writeln!(out, "{line}")
         }
     }
 }
@@ -209,7 +212,13 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
     config.default_retry = false;
     let url = config.cluster_url.to_string();
     let client = kube::Client::try_from(config)?;
-    let discovery = Discovery::new(client.clone()).run().await?;
+    let discovery = Discovery::new(client.clone())
+        .run()
+        .await
+        .map_err(|source| WatchError::Unreachable {
+            url: url.clone(),
+            source,
+        })?;
     let (ar, caps) = discovery
         .groups()
         .flat_map(|g| g.recommended_resources())
@@ -260,7 +269,7 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
         let duration = args.duration_secs;
         async move {
             match duration {
-                Some(s) => tokio::time::sleep(Duration::from_secs_f64(s.max(0.0))).await,
+                Some(d) => tokio::time::sleep(d).await,
                 None => {
                     let _ = tokio::signal::ctrl_c().await;
                 }
@@ -278,7 +287,12 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
             e = rx.recv() => match e {
                 Some(e) => {
                     events += 1;
-                    print(&e, args.output);
+                    if let Err(e) = print(&e, args.output) {
+                        if e.kind() != std::io::ErrorKind::BrokenPipe {
+                            eprintln!("error: cannot write to stdout: {e}");
+                        }
+                        break;
+                    }
                 }
                 None => break,
             },

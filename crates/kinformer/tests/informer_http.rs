@@ -294,6 +294,86 @@ async fn a_factory_informer_converges_after_watch_faults() {
         .unwrap();
 }
 
+/// A garbled event or an unknown event type in the middle of a watch stream (the server goes
+/// on sending) is never skipped: the watch ends, resumes from the last good version and the
+/// change arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_line_mid_watch_loses_no_event() {
+    let server = start_server().await;
+    let ns = "garbled";
+    server
+        .store()
+        .create("pods", ns, small_pod(ns, "p0", 0))
+        .unwrap();
+    let client = server.client_without_retries().unwrap();
+    for (i, fault) in [
+        Fault::GarbleWatchEvent { after_events: 0 },
+        Fault::UnknownWatchEventType { after_events: 1 },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let informer = SharedIndexInformer::new(
+            lw(Api::<Pod>::namespaced(client.clone(), ns)),
+            InformerOptions::new(ns)
+                .with_watch_list(false)
+                .with_backoff(short_backoff),
+        );
+        let errors = Arc::new(AtomicU64::new(0));
+        informer
+            .set_watch_error_handler({
+                let errors = Arc::clone(&errors);
+                move |e| {
+                    if matches!(e, kinformer::cache::ReflectorError::WatchUndecodable(_)) {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+            .unwrap();
+        let tracker = Arc::new(Tracker::default());
+        informer.add_event_handler(Arc::clone(&tracker)).unwrap();
+        let (cancel, task) = spawn_informer(&informer);
+        timeout(CONVERGE_LIMIT, informer.wait_synced())
+            .await
+            .expect("synced");
+        let cache = informer.get_indexer();
+        wait_converged(&server, Some(ns), &cache, &tracker, CONVERGE_LIMIT)
+            .await
+            .unwrap();
+        // The next watch carries the fault; its first (second) event is the bad line.
+        server.faults().inject(fault.clone());
+        server.faults().close_all_watches();
+        let fired = || server.faults().counts().values().sum::<u64>();
+        let before = fired();
+        timeout(CONVERGE_LIMIT, async {
+            while fired() == before {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the fault reached a new watch");
+        for j in 0..3 {
+            server
+                .store()
+                .create("pods", ns, small_pod(ns, &format!("x{i}-{j}"), 0))
+                .unwrap();
+        }
+        wait_converged(&server, Some(ns), &cache, &tracker, CONVERGE_LIMIT)
+            .await
+            .unwrap_or_else(|e| panic!("{fault:?}: {e}"));
+        assert!(
+            errors.load(Ordering::Relaxed) >= 1,
+            "{fault:?}: no typed error"
+        );
+        assert!(
+            tracker.violations().is_empty(),
+            "{:?}",
+            tracker.violations()
+        );
+        stop(cancel, task).await;
+    }
+}
+
 /// A 429 with `Retry-After: 1` on the watch delays the re-watch by about a second, without a
 /// relist.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -402,7 +482,7 @@ struct SeedStats {
 }
 
 fn random_fault(rng: &mut StdRng) -> Fault {
-    match rng.random_range(0..11) {
+    match rng.random_range(0..13) {
         0 => Fault::CloseWatch {
             after_events: rng.random_range(0..4),
         },
@@ -421,6 +501,12 @@ fn random_fault(rng: &mut StdRng) -> Fault {
         },
         8 => Fault::Compact,
         9 => Fault::Delay(Duration::from_millis(rng.random_range(5..40))),
+        10 => Fault::GarbleWatchEvent {
+            after_events: rng.random_range(0..4),
+        },
+        11 => Fault::UnknownWatchEventType {
+            after_events: rng.random_range(0..4),
+        },
         _ => Fault::CloseWatch { after_events: 0 },
     }
 }
@@ -656,6 +742,8 @@ async fn randomized_faults_the_cache_and_handlers_always_converge() {
             "429",
             "500",
             "garble",
+            "garble-event",
+            "unknown-type",
             "refuse",
             "compact",
         ] {

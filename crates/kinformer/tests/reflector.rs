@@ -769,20 +769,16 @@ async fn watch_list_closed_before_the_end_bookmark_falls_back_to_list() {
 // ---------------------------------------------------------------- bad objects
 
 #[tokio::test(start_paused = true)]
-async fn undecodable_objects_and_nameless_events_are_skipped_and_reported() {
+async fn undecodable_list_items_and_nameless_events_are_skipped_and_reported() {
     let lw = FakeListerWatcher::new();
     lw.add(cm("a")).unwrap();
     lw.push_list_undecodable(DecodeError::new("expected ConfigMap, got Secret"));
     let r = start(lw.clone(), list_watch_options(), None);
     eventually("watch", || lw.watch_calls().len() == 1).await;
     assert_eq!(r.sink.ops(), [Op::Replace(vec!["a".into()], "1".into())]);
-    lw.send_undecodable(DecodeError::new("bad json"));
-    lw.add(cm("b")).unwrap();
-    eventually("add", || r.sink.ops().contains(&Op::Add("b".into()))).await;
     let errors = r.errors.lock().clone();
-    assert_eq!(errors.len(), 2, "{errors:?}");
-    assert!(errors.iter().all(|e| e.contains("undecodable")));
-    assert_eq!(lw.watch_calls().len(), 1, "the watch survived");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("undecodable"));
     r.stop().await;
 
     let lw = FakeListerWatcher::new();
@@ -796,6 +792,211 @@ async fn undecodable_objects_and_nameless_events_are_skipped_and_reported() {
     assert_eq!(r.sink.count(|o| matches!(o, Op::Add(_))), 1);
     assert!(r.errors.lock()[0].contains("without a name"));
     assert_eq!(r.reflector.last_sync_resource_version(), "3");
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_undecodable_watch_event_ends_the_watch_and_nothing_after_it_is_skipped() {
+    let lw = Timed::new(FakeListerWatcher::<ConfigMap>::new());
+    lw.inner.add(cm("a")).unwrap();
+    // The first watch garbles the event that created "b" (rv 2), then delivers "c" (rv 3).
+    lw.inner.push_watch_script(vec![
+        WatchStep::Sleep(Duration::from_secs(5)),
+        WatchStep::Error(DecodeError::new("unknown watch event type \"ADDDED\"").into()),
+        WatchStep::Event(WatchEvent::Added(cm_at("c", "3"))),
+        WatchStep::Pending,
+    ]);
+    let errors_seen: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let sink = Arc::new(Recorder::default());
+    let reflector = Arc::new(
+        Reflector::new(
+            lw.clone(),
+            sink.clone() as Arc<dyn ReflectorSink<ConfigMap>>,
+            list_watch_options(),
+        )
+        .with_backoff_manager(Box::new(Steps::default()))
+        .with_watch_error_handler({
+            let seen = errors_seen.clone();
+            move |e| {
+                seen.lock()
+                    .push(matches!(e, ReflectorError::WatchUndecodable(_)))
+            }
+        }),
+    );
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (reflector.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    eventually("first watch", || lw.watches.lock().len() == 1).await;
+    lw.inner.add(cm("b")).unwrap();
+    lw.inner.add(cm("c")).unwrap();
+    eventually("b", || sink.ops().contains(&Op::Add("b".into()))).await;
+    eventually("c", || sink.ops().contains(&Op::Add("c".into()))).await;
+    // The watch ended at the bad event: "c" of the first watch was never applied before "b".
+    assert_eq!(sink.ops()[1..], [Op::Add("b".into()), Op::Add("c".into())]);
+    // Resumed from the last good version after one backoff step, without a relist.
+    let w = lw.watches.lock().clone();
+    assert_eq!(w.len(), 2);
+    assert_eq!(w[1] - w[0], Duration::from_secs(5 + 1));
+    assert_eq!(
+        lw.inner.watch_calls()[1].resource_version.as_deref(),
+        Some("1")
+    );
+    assert_eq!(lw.lists.lock().len(), 1);
+    assert_eq!(
+        *errors_seen.lock(),
+        [true],
+        "a typed error reached the handler"
+    );
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_that_stays_undecodable_at_the_same_version_relists() {
+    let lw = Timed::new(FakeListerWatcher::<ConfigMap>::new());
+    lw.inner.add(cm("a")).unwrap();
+    let garbage = || {
+        vec![
+            WatchStep::Sleep(Duration::from_secs(2)),
+            WatchStep::Error(DecodeError::new("garbage").into()),
+            WatchStep::Pending,
+        ]
+    };
+    lw.inner.push_watch_script(garbage());
+    lw.inner.push_watch_script(garbage());
+    let r = start(
+        lw.clone(),
+        list_watch_options(),
+        Some(Box::new(Steps::default())),
+    );
+    eventually("relist", || lw.lists.lock().len() == 2).await;
+    let relist = lw.lists.lock()[1];
+    let before = lw.watches.lock().iter().filter(|t| **t < relist).count();
+    assert_eq!(before, 2, "one resumed watch before the relist");
+    assert_eq!(
+        rvs(&lw.inner.list_calls()),
+        [(Some("0"), Some(500)), (Some("1"), None)]
+    );
+    let errors = r.errors.lock().clone();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors.iter().all(|e| e.contains("undecodable event")));
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_undecodable_initial_event_of_a_watch_list_falls_back_to_a_list() {
+    let lw = FakeListerWatcher::<ConfigMap>::new();
+    lw.add(cm("a")).unwrap();
+    lw.add(cm("b")).unwrap();
+    let end = Bookmark {
+        resource_version: "2".into(),
+        annotations: [(
+            kinformer::cache::listwatch::INITIAL_EVENTS_END_ANNOTATION.to_owned(),
+            "true".to_owned(),
+        )]
+        .into(),
+    };
+    lw.push_watch_script(vec![
+        WatchStep::Event(WatchEvent::Added(cm_at("a", "1"))),
+        WatchStep::Error(DecodeError::new("garbage").into()),
+        WatchStep::Event(WatchEvent::Bookmark(end)),
+        WatchStep::Pending,
+    ]);
+    let r = start(lw.clone(), ReflectorOptions::default(), None);
+    eventually("list", || lw.list_calls().len() == 1).await;
+    eventually("replace", || !r.sink.ops().is_empty()).await;
+    assert_eq!(
+        r.sink.ops(),
+        [Op::Replace(vec!["a".into(), "b".into()], "2".into())]
+    );
+    assert!(r.errors.lock()[0].contains("undecodable event"));
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn internal_watch_errors_rewatch_at_once_within_the_retry_duration_then_relist() {
+    let internal = || {
+        vec![
+            WatchStep::Sleep(Duration::from_secs(3)),
+            WatchStep::Event(WatchEvent::Error(ApiStatus::internal_error("etcd hiccup"))),
+            WatchStep::Pending,
+        ]
+    };
+    // Default (zero): the first internal error relists after a backoff step.
+    let lw = Timed::new(FakeListerWatcher::<ConfigMap>::new());
+    lw.inner.add(cm("a")).unwrap();
+    lw.inner.push_watch_script(internal());
+    let r = start(
+        lw.clone(),
+        list_watch_options(),
+        Some(Box::new(Steps::default())),
+    );
+    eventually("relist", || lw.lists.lock().len() == 2).await;
+    let relist = lw.lists.lock()[1];
+    assert_eq!(lw.watches.lock().iter().filter(|t| **t < relist).count(), 1);
+    r.stop().await;
+
+    // 10 s: errors at 3, 6, 9 and 12 s re-watch at once (12 − 3 ≤ 10); the one at 15 s relists.
+    let lw = Timed::new(FakeListerWatcher::<ConfigMap>::new());
+    lw.inner.add(cm("a")).unwrap();
+    for _ in 0..5 {
+        lw.inner.push_watch_script(internal());
+    }
+    let options = ReflectorOptions {
+        max_internal_error_retry_duration: Duration::from_secs(10),
+        ..list_watch_options()
+    };
+    let r = start(lw.clone(), options, Some(Box::new(Steps::default())));
+    eventually("relist", || lw.lists.lock().len() == 2).await;
+    let lists = lw.lists.lock().clone();
+    let watches: Vec<Instant> = lw
+        .watches
+        .lock()
+        .iter()
+        .copied()
+        .filter(|t| *t < lists[1])
+        .collect();
+    assert_eq!(watches.len(), 5, "five watches before the relist");
+    for pair in watches.windows(2) {
+        assert_eq!(
+            pair[1] - pair[0],
+            Duration::from_secs(3),
+            "re-watched at once"
+        );
+    }
+    assert_eq!(
+        lists[1] - watches[4],
+        Duration::from_secs(3 + 1),
+        "then a backoff step"
+    );
+    assert!(
+        lw.inner
+            .watch_calls()
+            .iter()
+            .all(|c| c.resource_version.as_deref() == Some("1"))
+    );
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_huge_retry_after_is_capped_at_the_backoff_ceiling() {
+    let lw = Timed::new(FakeListerWatcher::<ConfigMap>::new());
+    lw.inner.add(cm("a")).unwrap();
+    lw.inner
+        .push_watch_error(ApiStatus::too_many_requests(Some(Duration::from_secs(
+            100_000,
+        ))));
+    let r = start(
+        lw.clone(),
+        list_watch_options(),
+        Some(Box::new(Steps::default())),
+    );
+    eventually("second watch", || lw.watches.lock().len() == 2).await;
+    let w = lw.watches.lock().clone();
+    assert_eq!(w[1] - w[0], kinformer::cache::MAX_RETRY_AFTER);
+    assert_eq!(kinformer::cache::MAX_RETRY_AFTER, Duration::from_secs(30));
     r.stop().await;
 }
 

@@ -106,7 +106,7 @@ async fn list_keeps_good_items_reports_bad_ones_and_sends_version_zero_with_limi
 }
 
 #[tokio::test]
-async fn watch_streams_events_skips_undecodable_ones_and_ends_on_close() {
+async fn watch_streams_events_and_ends_at_an_undecodable_one() {
     let (url, seen) = serve(vec![ok(WATCH)]).await;
     let stream = lw(&url)
         .watch(&WatchOptions {
@@ -118,14 +118,14 @@ async fn watch_streams_events_skips_undecodable_ones_and_ends_on_close() {
         .await
         .unwrap();
     let items: Vec<_> = stream.collect().await;
-    assert_eq!(items.len(), 3, "{items:?}");
+    // Nothing after the bad event is delivered (the bookmark behind it is not).
+    assert_eq!(items.len(), 2, "{items:?}");
     assert!(
         matches!(&items[0], Ok(WatchEvent::Added(o)) if o.metadata.name.as_deref() == Some("d"))
     );
     assert!(
         matches!(&items[1], Err(ListWatchError::Decode(d)) if d.name.as_deref() == Some("bad"))
     );
-    assert!(matches!(&items[2], Ok(WatchEvent::Bookmark(b)) if b.resource_version == "13"));
     let line = seen.lock()[0].clone();
     for part in [
         "watch=true",
@@ -182,11 +182,18 @@ impl ReflectorSink<ConfigMap> for Count {
 }
 
 #[tokio::test]
-async fn reflector_over_kube_lists_then_watches_and_survives_a_bad_object() {
+async fn reflector_over_kube_lists_then_watches_and_resumes_after_a_bad_event() {
     // The watch-list request is refused (as by a server without the feature), so the
     // reflector falls back to list + watch.
     let invalid = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"sendInitialEvents is forbidden","reason":"Invalid","code":422}"#;
-    let (url, seen) = serve(vec![status(422, invalid), ok(LIST), ok(WATCH)]).await;
+    // The first watch breaks off at the bad event; the resumed one (from 11) gets it intact.
+    let resumed = concat!(
+        r#"{"type":"MODIFIED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"bad","namespace":"ns","resourceVersion":"12"}}}"#,
+        "\n",
+        r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"13"}}}"#,
+        "\n",
+    );
+    let (url, seen) = serve(vec![status(422, invalid), ok(LIST), ok(WATCH), ok(resumed)]).await;
     let sink = Arc::new(Count::default());
     let errors: Arc<Mutex<Vec<String>>> = Arc::default();
     let reflector = Arc::new(
@@ -223,6 +230,10 @@ async fn reflector_over_kube_lists_then_watches_and_survives_a_bad_object() {
     );
     assert!(
         lines[2].contains("watch=true") && lines[2].contains("resourceVersion=10"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[3].contains("watch=true") && lines[3].contains("resourceVersion=11"),
         "{lines:?}"
     );
     let errors = errors.lock().clone();

@@ -97,14 +97,9 @@ pub struct DemoArgs {
 
 /// Runs the demo. Returns the process exit code (0: verified).
 pub fn run(args: DemoArgs) -> i32 {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        // The demo injects server errors on purpose and counts them in its summary; the kube
-        // client logs each one at ERROR, so its logs are off unless RUST_LOG asks for them.
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error,kube_client=off"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    // The demo injects server errors on purpose and counts them in its summary; the kube
+    // client logs each one at ERROR, so its logs are off unless RUST_LOG asks for them.
+    crate::args::init_logging("error,kube_client=off");
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

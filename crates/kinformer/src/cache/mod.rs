@@ -6,6 +6,7 @@
 mod cache_sync;
 pub mod compact;
 mod error;
+mod expiration_cache;
 mod factory;
 mod fake_listwatch;
 mod handler;
@@ -45,6 +46,7 @@ mod transform;
 
 pub use delta::{Delta, DeltaType};
 pub use delta_fifo::DeltaFifo;
+pub use expiration_cache::{ExpirationCache, ExpirationPolicy, TimestampedEntry, TtlPolicy};
 pub use index::{
     IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };
@@ -71,7 +73,7 @@ pub use processor::{
 };
 pub use queue::{KnownObjects, PopFuture, Popped, ProcessFn, Queue};
 pub use real_fifo::{DEFAULT_MAX_BATCH, RealFifo};
-pub use reflector::{Reflector, ReflectorError, ReflectorOptions};
+pub use reflector::{MAX_RETRY_AFTER, Reflector, ReflectorError, ReflectorOptions};
 pub use selector::{Operator, Requirement, Selector, SelectorParseError};
 pub use sink::ReflectorSink;
 pub use store::{Indexer, IndexerError, PreviousItems, Upserted};

@@ -253,52 +253,77 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
             };
             return self.append(vec![(None, delta)], true);
         }
-        let mut entries = Vec::with_capacity(objs.len());
+        // As client-go: the tombstones first (keys already queued, in queue order; then the
+        // known keys in the store's order), then the Replaced items in list order.
+        let mut replaced = Vec::with_capacity(objs.len());
         let mut keys = FastSet::with_capacity_and_hasher(objs.len(), Default::default());
         for o in objs {
             let key = meta_namespace_key(o.as_ref())?;
             keys.insert(key.clone());
-            entries.push((Some(key), Delta::Replaced(o)));
+            replaced.push((Some(key), Delta::Replaced(o)));
         }
         let mut s = self.core.lock_open()?;
-        // The consumer's state once the log drains: known objects overlaid with the log.
+        // The consumer's state once the log drains (known objects overlaid with the log), and
+        // the order in which its keys get tombstones.
         let mut effective: FastMap<ObjectKey, Option<Arc<K>>> = FastMap::default();
-        if let Some(known) = &self.known_objects {
-            for key in known.list_keys() {
-                let obj = known.get_by_key(key.as_str());
-                effective.insert(key, obj);
-            }
-        }
+        let mut queued_order: Vec<ObjectKey> = Vec::new();
         for (key, delta) in &s.data {
             match (key, delta) {
-                (Some(k), Delta::Deleted(_)) => {
-                    effective.insert(k.clone(), None);
-                }
                 (Some(k), d) => {
-                    effective.insert(k.clone(), d.object().cloned());
+                    let obj = match d {
+                        Delta::Deleted(_) => None,
+                        d => d.object().cloned(),
+                    };
+                    if effective.insert(k.clone(), obj).is_none() {
+                        queued_order.push(k.clone());
+                    }
                 }
                 (None, Delta::ReplacedAll { objects, .. }) => {
-                    effective.clear();
+                    // Everything before is superseded: known objects included.
+                    for v in effective.values_mut() {
+                        *v = None;
+                    }
                     for o in objects {
-                        if let Ok(k) = meta_namespace_key(o.as_ref()) {
-                            effective.insert(k, Some(Arc::clone(o)));
+                        if let Ok(k) = meta_namespace_key(o.as_ref())
+                            && effective.insert(k.clone(), Some(Arc::clone(o))).is_none()
+                        {
+                            queued_order.push(k);
                         }
                     }
                 }
                 (None, _) => {}
             }
         }
-        entries.extend(effective.into_iter().filter_map(|(key, obj)| {
-            let obj = obj?;
-            if keys.contains(key.as_str()) {
-                return None;
+        let replaced_all = s
+            .data
+            .iter()
+            .any(|(_, d)| matches!(d, Delta::ReplacedAll { .. }));
+        let mut order = queued_order;
+        if let Some(known) = &self.known_objects
+            && !replaced_all
+        {
+            for key in known.list_keys() {
+                if !effective.contains_key(key.as_str()) {
+                    let obj = known.get_by_key(key.as_str());
+                    effective.insert(key.clone(), obj);
+                    order.push(key);
+                }
             }
-            let tomb = DeletedFinalStateUnknown {
-                key: key.clone(),
-                obj,
-            };
-            Some((Some(key), Delta::Deleted(DeletedObject::Tombstone(tomb))))
-        }));
+        }
+        let mut entries = Vec::with_capacity(replaced.len());
+        for key in order {
+            if keys.contains(key.as_str()) {
+                continue;
+            }
+            if let Some(Some(obj)) = effective.remove(key.as_str()) {
+                let tomb = DeletedFinalStateUnknown {
+                    key: key.clone(),
+                    obj,
+                };
+                entries.push((Some(key), Delta::Deleted(DeletedObject::Tombstone(tomb))));
+            }
+        }
+        entries.extend(replaced);
         s.data.extend(entries);
         let n = s.data.len();
         s.populate(n);
@@ -510,6 +535,56 @@ mod tests {
             "the already-deleted key gets no tombstone"
         );
         assert!(all.iter().any(|d| d.delta_type() == DeltaType::Replaced));
+    }
+
+    #[tokio::test]
+    async fn non_atomic_replace_queues_tombstones_first_in_client_go_order() {
+        let known = Arc::new(Indexer::<Pod>::default());
+        for name in ["k1", "k2", "k3", "k4", "kept"] {
+            known.add(pod_rv("ns", name, "1")).unwrap();
+        }
+        let f = RealFifo::new()
+            .with_atomic_events(false)
+            .with_known_objects(known.clone());
+        // Queued: q2 then q1 then k3 (a known key, queued: it goes with the queued keys).
+        f.add(pod_rv("ns", "q2", "2")).unwrap();
+        f.add(pod_rv("ns", "q1", "3")).unwrap();
+        f.update(pod_rv("ns", "k3", "4")).unwrap();
+        f.update(pod_rv("ns", "q2", "5")).unwrap();
+        f.replace(
+            vec![pod_rv("ns", "new", "6"), pod_rv("ns", "kept", "6")],
+            "6",
+        )
+        .unwrap();
+        let mut all = Vec::new();
+        while !f.is_empty() {
+            all.extend(pop(&f).await.deltas);
+        }
+        let tail: Vec<(DeltaType, String, String)> = all[4..]
+            .iter()
+            .map(|d| {
+                (
+                    d.delta_type(),
+                    d.key().unwrap().unwrap().to_string(),
+                    d.object().map(|o| rv(o).to_owned()).unwrap_or_default(),
+                )
+            })
+            .collect();
+        let mut want: Vec<(DeltaType, String, String)> = vec![
+            (DeltaType::Deleted, "ns/q2".into(), "5".into()),
+            (DeltaType::Deleted, "ns/q1".into(), "3".into()),
+            (DeltaType::Deleted, "ns/k3".into(), "4".into()),
+        ];
+        // Then the known keys nothing queued, in the store's order.
+        for key in known.list_keys() {
+            if ["ns/k1", "ns/k2", "ns/k4"].contains(&key.as_str()) {
+                want.push((DeltaType::Deleted, key.to_string(), "1".into()));
+            }
+        }
+        want.push((DeltaType::Replaced, "ns/new".into(), "6".into()));
+        want.push((DeltaType::Replaced, "ns/kept".into(), "6".into()));
+        assert_eq!(tail, want);
+        assert!(all[4..7].iter().all(|d| d.is_tombstone()));
     }
 
     #[tokio::test]

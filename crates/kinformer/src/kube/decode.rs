@@ -1,5 +1,6 @@
-//! Decoding list bodies and watch lines object by object, so that one bad object is skipped
-//! and reported instead of failing the whole list or ending the watch.
+//! Decoding list bodies object by object, so that one bad object is skipped and reported
+//! instead of failing the whole list; and watch lines one by one, where a bad line is a
+//! [`DecodeError`] that ends the watch (the reflector resumes from its last synced version).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,13 +67,12 @@ fn decode_object<K: DeserializeOwned>(raw: &RawValue) -> Result<K, DecodeError> 
     })
 }
 
-/// Decodes a list response body; undecodable items go to `undecodable`.
+/// Decodes a list response body (JSON) as the [`KubeListerWatcher`](super::KubeListerWatcher)
+/// does: items that do not decode as `K` go to [`ObjectList::undecodable`].
 ///
 /// # Errors
 /// [`ListWatchError::Decode`] when the body itself is not a list.
-pub(crate) fn decode_list<K: DeserializeOwned>(
-    body: &str,
-) -> Result<ObjectList<K>, ListWatchError> {
+pub fn decode_list<K: DeserializeOwned>(body: &str) -> Result<ObjectList<K>, ListWatchError> {
     let raw: RawList<'_> = serde_json::from_str(body)
         .map_err(|e| DecodeError::new(format!("list response is not a list: {e}")))?;
     let mut list = ObjectList {
@@ -118,8 +118,11 @@ pub(crate) fn api_status(s: &kube_core::Status) -> ApiStatus {
     }
 }
 
-/// Decodes one watch line. `None` for a blank line.
-pub(crate) fn decode_watch_line<K: DeserializeOwned>(
+/// Decodes one line of a JSON watch stream as the
+/// [`KubeListerWatcher`](super::KubeListerWatcher) does: `None` for a blank line; a
+/// [`ListWatchError::Decode`] for a line that is not an event of a known type with a `K`
+/// (which ends the watch); a bare `Status` line is an [`ListWatchError::Api`] error.
+pub fn decode_watch_line<K: DeserializeOwned>(
     line: &str,
 ) -> Option<Result<WatchEvent<K>, ListWatchError>> {
     if line.trim().is_empty() {

@@ -2,7 +2,10 @@
 //!
 //! [`KubeListerWatcher`] turns the reflector's [`ListOptions`] / [`WatchOptions`] into the
 //! query strings the API server expects and decodes responses object by object, so that one
-//! undecodable object is skipped and reported instead of failing a list or ending a watch.
+//! undecodable object is skipped and reported instead of failing a list. In a watch, an
+//! undecodable line ends the stream with a [`DecodeError`](crate::cache::DecodeError) item:
+//! nothing after it is delivered, so no event is skipped (the reflector resumes from its last
+//! synced version).
 //! It works for typed resources (`k8s-openapi`, custom resources), `DynamicObject`, and
 //! metadata-only objects ([`KubeListerWatcher::metadata`] → `PartialObjectMeta<K>`).
 //!
@@ -29,6 +32,8 @@
 
 mod decode;
 mod error;
+
+pub use decode::{decode_list, decode_watch_line};
 
 use std::fmt;
 use std::future::Future;
@@ -286,6 +291,15 @@ where
                         Ok(line) => decode::decode_watch_line::<K>(&line),
                         Err(e) => Some(Err(error::from_io(&e))),
                     })
+                })
+                .scan(false, |ended, item| {
+                    // The first error item is the last item: nothing after a bad line or a
+                    // broken stream is delivered (it would be delivered out of context).
+                    if *ended {
+                        return std::future::ready(None);
+                    }
+                    *ended = item.is_err();
+                    std::future::ready(Some(item))
                 });
             let stream: WatchStream<K> = match deadline {
                 Some(d) => events.take_until(tokio::time::sleep(d)).boxed(),

@@ -482,6 +482,7 @@ where
             page_size: inner.options.page_size,
             use_watch_list: inner.options.use_watch_list,
             selectors: Default::default(),
+            ..ReflectorOptions::default()
         };
         let processor = Arc::clone(&inner.processor);
         let mut reflector = Reflector::new(inner.lw.clone(), sink, options)

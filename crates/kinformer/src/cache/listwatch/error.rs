@@ -103,8 +103,9 @@ impl fmt::Display for ApiStatus {
     }
 }
 
-/// An object that could not be decoded (wrong type, missing metadata, bad JSON). The reflector
-/// skips it and reports it; it never ends a list or a watch.
+/// An object or watch event that could not be decoded (wrong type, missing metadata, bad JSON,
+/// an unknown event type). The reflector skips and reports it in a list; in a watch it ends
+/// the watch and resumes from the last synced version, so no change is lost.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("undecodable object{}: {message}", name.as_deref().map(|n| format!(" {n:?}")).unwrap_or_default())]
 pub struct DecodeError {
@@ -138,7 +139,8 @@ pub enum TransportErrorKind {
 ///
 /// Retryability, as the reflector treats it: [`Api`](Self::Api) 410 / too-large-version →
 /// relist (from `""`); 429 and connection refused → back off and retry the same call;
-/// [`Decode`](Self::Decode) → skip the object; everything else → back off and relist.
+/// [`Decode`](Self::Decode) → in a list, skip and report the object; in a watch, end the watch
+/// and resume from the last synced version; everything else → back off and relist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ListWatchError {
@@ -153,7 +155,7 @@ pub enum ListWatchError {
         /// The underlying error's text.
         message: String,
     },
-    /// One object could not be decoded (skipped, never fatal).
+    /// One object or watch event could not be decoded (a list skips the object; a watch ends).
     #[error(transparent)]
     Decode(#[from] DecodeError),
     /// The request could not be built from the options.
@@ -247,7 +249,7 @@ impl ListWatchError {
         )
     }
 
-    /// An undecodable object (to skip, not to fail on).
+    /// An undecodable object or watch event (skipped in a list, the end of a watch).
     pub fn is_decode(&self) -> bool {
         matches!(self, ListWatchError::Decode(_))
     }

@@ -6,7 +6,7 @@
 //! - [`ListOptions`] / [`WatchOptions`] carry exactly what the API server accepts.
 //! - [`ListWatchError`] keeps the HTTP code, status reason and causes and Retry-After, so that the
 //!   reflector can tell a compacted version (relist) from throttling (back off) from a broken
-//!   object (skip).
+//!   object (skipped in a list; the end of a watch, resumed from the last synced version).
 
 mod error;
 mod event;
@@ -26,8 +26,8 @@ pub use options::{ListOptions, ResourceVersionMatch, Selectors, WatchOptions};
 
 /// A watch: events in order until the server closes the stream (`None`), or an error item.
 ///
-/// An `Err(ListWatchError::Decode(_))` item reports one undecodable object and the stream goes
-/// on; any other `Err` item ends the watch.
+/// Any `Err` item ends the watch. An `Err(ListWatchError::Decode(_))` item (an undecodable
+/// event) makes the reflector resume from its last synced version; it is never skipped.
 pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>;
 
 /// Lists and watches one kind of object: client-go's `ListerWatcher`.

@@ -36,9 +36,15 @@ pub enum ReflectorError {
     /// A watch-list stream closed before its end bookmark.
     #[error("watch-list closed before the initial-events-end bookmark")]
     WatchListIncomplete,
-    /// An object could not be decoded; it was skipped.
+    /// An object of a list could not be decoded; it was skipped (the rest of the list was
+    /// used).
     #[error("skipped undecodable object: {0}")]
     Undecodable(DecodeError),
+    /// An event of an open watch (or watch-list) could not be decoded. Nothing is skipped: the
+    /// watch was ended and resumes from the last synced version (a watch-list falls back to a
+    /// list).
+    #[error("watch ended at an undecodable event: {0}")]
+    WatchUndecodable(DecodeError),
     /// An object without a name (no key); it was skipped.
     #[error("skipped {event} object without a name")]
     MissingName {

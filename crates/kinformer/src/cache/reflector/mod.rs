@@ -16,12 +16,22 @@
 //!   temporary store and is replaced at the end bookmark; any failure other than 429 or an
 //!   expired version falls back to list + watch for that attempt.
 //! - **Resync**: during the watch phase, `sink.resync()` every resync period (0 = off).
-//! - Undecodable objects and objects without a name are skipped and reported, never fatal.
+//! - **No watch event is skipped**: an undecodable watch event (garbage, an unknown event type,
+//!   an object of the wrong shape) ends the watch with [`ReflectorError::WatchUndecodable`];
+//!   the reflector backs off and resumes watching from the last synced version, and relists if
+//!   the resumed watch fails the same way before the version moves. In a watch-list's initial
+//!   state it falls back to list + watch.
+//! - **Lists** skip and report undecodable items ([`ReflectorError::Undecodable`]) instead of
+//!   failing the whole list as client-go does (one bad object would otherwise stall the
+//!   informer). Objects without a name are skipped and reported, in lists and watches.
+//! - **Retry-After** is honoured up to [`MAX_RETRY_AFTER`] (30 s, the backoff ceiling): a
+//!   larger value from a server cannot stall the informer for longer.
 //!
 //! The decisions live in the pure state machine [`ReflectorMachine`]; [`Reflector::run`]
 //! performs its actions.
 
 mod error;
+mod retry;
 mod state;
 
 use std::collections::HashMap;
@@ -49,9 +59,15 @@ use super::listwatch::{
 use super::object::{ObjectKey, meta_namespace_key};
 use super::pager::{ListPager, PagedList};
 use crate::wait::{BackoffManager, ExponentialBackoffManager};
+use retry::RetryWithDeadline;
 
 /// client-go's minimum watch timeout; the actual one is uniform in `[min, 2·min)`.
 pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// The longest wait a server's Retry-After can impose: the reflector's backoff ceiling, 30 s.
+/// client-go's reflector never waits longer than its backoff cap between attempts; a larger
+/// Retry-After (say 100 000 s) is cut to this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// A watch that closes sooner than this without any event counts as an error.
 const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -78,6 +94,11 @@ pub struct ReflectorOptions {
     pub use_watch_list: bool,
     /// Label and field selectors for every list and watch.
     pub selectors: Selectors,
+    /// client-go's `MaxInternalErrorRetryDuration`: when non-zero, a watch that ends in an
+    /// internal error (500 `InternalError`) is re-opened at once from the last synced version,
+    /// for at most this long after the first such error; then the reflector relists. Zero
+    /// (the default, as in client-go) relists after the first one.
+    pub max_internal_error_retry_duration: Duration,
 }
 
 impl Default for ReflectorOptions {
@@ -89,6 +110,7 @@ impl Default for ReflectorOptions {
             page_size: None,
             use_watch_list: true,
             selectors: Selectors::default(),
+            max_internal_error_retry_duration: Duration::ZERO,
         }
     }
 }
@@ -185,6 +207,9 @@ pub struct Reflector<K, L> {
     backoff: Mutex<Box<dyn BackoffManager>>,
     error_handler: Option<WatchErrorHandler>,
     should_resync: Option<ShouldResync>,
+    internal_error_retry: Mutex<RetryWithDeadline>,
+    /// Whether the watch that just failed ended in an internal error.
+    last_watch_internal: AtomicBool,
     running: AtomicBool,
 }
 
@@ -228,6 +253,10 @@ where
             backoff: Mutex::new(default_backoff_manager()),
             error_handler: None,
             should_resync: None,
+            internal_error_retry: Mutex::new(RetryWithDeadline::new(
+                options.max_internal_error_retry_duration,
+            )),
+            last_watch_internal: AtomicBool::new(false),
             running: AtomicBool::new(false),
         }
     }
@@ -355,7 +384,7 @@ where
                 },
                 Action::Backoff { retry_after } => {
                     let step = self.backoff.lock().backoff();
-                    let delay = retry_after.map_or(step, |ra| ra.max(step));
+                    let delay = retry_after.map_or(step, |ra| ra.min(MAX_RETRY_AFTER).max(step));
                     debug!(reflector = %self.name, ?delay, "backing off");
                     tokio::select! {
                         biased;
@@ -371,6 +400,10 @@ where
     }
 
     fn transition(&self, input: Input) -> Action {
+        let input = match input {
+            Input::WatchEnded(end) => Input::WatchEnded(self.retry_internal_error(end)),
+            other => other,
+        };
         let mut machine = self.machine.lock();
         let action = machine.step(input.clone());
         debug!(
@@ -381,6 +414,21 @@ where
             "reflector transition"
         );
         action
+    }
+
+    /// Turns a watch's internal-error end into [`WatchEnd::InternalErrorRetry`] while within
+    /// [`ReflectorOptions::max_internal_error_retry_duration`].
+    fn retry_internal_error(&self, end: WatchEnd) -> WatchEnd {
+        let internal = matches!(end, WatchEnd::Failed(ErrorClass::Other { .. }))
+            && self.last_watch_internal.swap(false, Ordering::AcqRel);
+        let now = Instant::now();
+        let mut retry = self.internal_error_retry.lock();
+        retry.after(internal, now);
+        if internal && retry.should_retry(now) {
+            WatchEnd::InternalErrorRetry
+        } else {
+            end
+        }
     }
 
     fn report(&self, err: ReflectorError) {
@@ -497,8 +545,13 @@ where
                     ));
                 }
                 Some(Err(ListWatchError::Decode(d))) => {
-                    self.report(ReflectorError::Undecodable(d));
-                    continue;
+                    // Skipping it could lose an object from the initial state: fall back to a
+                    // list for this attempt.
+                    self.report(ReflectorError::WatchUndecodable(d));
+                    return Some((
+                        Input::WatchListFailed(ErrorClass::Other { retry_after: None }),
+                        None,
+                    ));
                 }
                 Some(Err(e)) => return fail(e),
                 Some(Ok(event)) => event,
@@ -599,22 +652,17 @@ where
                     return Some(WatchEnd::Closed);
                 }
                 Some(Err(ListWatchError::Decode(d))) => {
-                    self.report(ReflectorError::Undecodable(d));
-                    continue;
+                    // The event may have carried a change: never skip it. End the watch and
+                    // resume from the last synced version (see `WatchEnd::Undecodable`).
+                    self.report(ReflectorError::WatchUndecodable(d));
+                    return Some(WatchEnd::Undecodable);
                 }
-                Some(Err(e)) => {
-                    let class = ErrorClass::of(&e);
-                    self.report(ReflectorError::Watch(e));
-                    return Some(WatchEnd::Failed(class));
-                }
+                Some(Err(e)) => return Some(self.watch_failed(e)),
                 Some(Ok(event)) => event,
             };
             match event {
                 WatchEvent::Error(status) => {
-                    let e = ListWatchError::Api(status);
-                    let class = ErrorClass::of(&e);
-                    self.report(ReflectorError::Watch(e));
-                    return Some(WatchEnd::Failed(class));
+                    return Some(self.watch_failed(ListWatchError::Api(status)));
                 }
                 event => {
                     if self.apply(event) {
@@ -623,6 +671,15 @@ where
                 }
             }
         }
+    }
+
+    /// Reports the error that ended a watch and classifies it.
+    fn watch_failed(&self, e: ListWatchError) -> WatchEnd {
+        let class = ErrorClass::of(&e);
+        self.last_watch_internal
+            .store(e.is_internal_error(), Ordering::Release);
+        self.report(ReflectorError::Watch(e));
+        WatchEnd::Failed(class)
     }
 
     /// Writes one watch event into the sink and advances the version; false if the event was

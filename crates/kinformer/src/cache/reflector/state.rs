@@ -10,6 +10,9 @@
 //! 2. `rv_unavailable` is set only by a 410 / too-large failure of a list or watch-list and
 //!    cleared by the next successful one; while set, lists and watch-lists ask for `""`.
 //! 3. Every attempt (list or watch-list, then watch) ends in a backoff before the next one.
+//! 4. No watch event is ever skipped: an undecodable event ends the watch
+//!    ([`WatchEnd::Undecodable`]); the next watch resumes from the last synced version, and if
+//!    that watch ends the same way without the version moving, the reflector relists.
 
 use std::time::Duration;
 
@@ -78,6 +81,13 @@ pub enum WatchEnd {
     TooShort,
     /// An `ERROR` event or a stream error.
     Failed(ErrorClass),
+    /// An internal error ended the watch and the reflector's
+    /// `max_internal_error_retry_duration` allows another try: re-watch at once from the last
+    /// synced version.
+    InternalErrorRetry,
+    /// An event could not be decoded (garbage, an unknown event type, an object of the wrong
+    /// shape). client-go's stream watcher ends the watch the same way.
+    Undecodable,
 }
 
 /// What just happened.
@@ -175,6 +185,9 @@ pub struct ReflectorMachine {
     use_watch_list: bool,
     selectors: Selectors,
     phase: Phase,
+    /// The last synced version when a watch last ended on an undecodable event: a second such
+    /// end at the same version relists instead of resuming the watch again.
+    undecodable_at: Option<String>,
 }
 
 impl ReflectorMachine {
@@ -188,6 +201,7 @@ impl ReflectorMachine {
             use_watch_list,
             selectors,
             phase: Phase::Idle,
+            undecodable_at: None,
         }
     }
 
@@ -261,6 +275,7 @@ impl ReflectorMachine {
                 }
                 self.rv_unavailable = false;
                 self.last_sync_rv = resource_version;
+                self.undecodable_at = None;
                 self.watch()
             }
             (
@@ -281,6 +296,7 @@ impl ReflectorMachine {
             (Phase::WatchListing { .. }, Input::WatchListSynced { resource_version }) => {
                 self.rv_unavailable = false;
                 self.last_sync_rv = resource_version;
+                self.undecodable_at = None;
                 self.phase = Phase::Watching;
                 Action::KeepWatching
             }
@@ -307,13 +323,26 @@ impl ReflectorMachine {
             (Phase::Watching, Input::WatchFailedToStart(class)) => {
                 self.backoff(Resume::Attempt, class.retry_after())
             }
-            (Phase::Watching, Input::WatchEnded(WatchEnd::Closed)) => self.watch(),
+            (
+                Phase::Watching,
+                Input::WatchEnded(WatchEnd::Closed | WatchEnd::InternalErrorRetry),
+            ) => self.watch(),
             (
                 Phase::Watching,
                 Input::WatchEnded(WatchEnd::Failed(ErrorClass::Throttled { retry_after })),
             ) => self.backoff(Resume::Rewatch, retry_after),
             (Phase::Watching, Input::WatchEnded(WatchEnd::Failed(class))) => {
                 self.backoff(Resume::Attempt, class.retry_after())
+            }
+            (Phase::Watching, Input::WatchEnded(WatchEnd::Undecodable)) => {
+                if self.undecodable_at.as_deref() == Some(self.last_sync_rv.as_str()) {
+                    // Resuming did not get past the bad event: relist.
+                    self.undecodable_at = None;
+                    self.backoff(Resume::Attempt, None)
+                } else {
+                    self.undecodable_at = Some(self.last_sync_rv.clone());
+                    self.backoff(Resume::Rewatch, None)
+                }
             }
             (Phase::Watching, Input::WatchEnded(WatchEnd::TooShort)) => {
                 self.backoff(Resume::Attempt, None)
@@ -558,6 +587,31 @@ mod tests {
         m.observe_resource_version("11");
         let a = m.step(Input::WatchEnded(WatchEnd::Closed));
         assert_eq!(watch_rv(&a), Some("11"));
+    }
+
+    #[test]
+    fn undecodable_event_resumes_the_watch_then_relists_if_it_recurs_at_the_same_version() {
+        let mut m = machine();
+        m.step(Input::Start);
+        m.step(ok("5"));
+        let undecodable = Input::WatchEnded(WatchEnd::Undecodable);
+        // First time: back off, then re-watch from the last synced version (no relist).
+        assert_eq!(
+            m.step(undecodable.clone()),
+            Action::Backoff { retry_after: None }
+        );
+        assert_eq!(watch_rv(&m.step(Input::BackoffElapsed)), Some("5"));
+        // Progress, then another bad event: resume again from the newer version.
+        m.observe_resource_version("6");
+        m.step(undecodable.clone());
+        assert_eq!(watch_rv(&m.step(Input::BackoffElapsed)), Some("6"));
+        // The resumed watch fails at the same version: relist from it.
+        m.step(undecodable.clone());
+        assert_eq!(list_rv(&m.step(Input::BackoffElapsed)), (Some("6"), None));
+        // After the relist the counting starts over.
+        m.step(ok("7"));
+        m.step(undecodable);
+        assert_eq!(watch_rv(&m.step(Input::BackoffElapsed)), Some("7"));
     }
 
     #[test]

@@ -1,0 +1,144 @@
+//! The command line refuses values that would overflow or spin, exits quietly on a closed
+//! pipe and names the URL it could not reach.
+// Test helpers: failing to run the binary fails the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn kinformer(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kinformer"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the kinformer binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn out_of_range_numbers_are_usage_errors_not_panics() {
+    for args in [
+        &[
+            "watch",
+            "pods",
+            "--server",
+            "http://127.0.0.1:1",
+            "--duration-secs",
+            "inf",
+        ][..],
+        &[
+            "watch",
+            "pods",
+            "--server",
+            "http://127.0.0.1:1",
+            "--duration-secs",
+            "NaN",
+        ],
+        &[
+            "watch",
+            "pods",
+            "--server",
+            "http://127.0.0.1:1",
+            "--duration-secs=-1",
+        ],
+        &[
+            "watch",
+            "pods",
+            "--server",
+            "http://127.0.0.1:1",
+            "--summary-secs",
+            "18446744073709551615",
+        ],
+        &["serve", "--port", "0", "--churn", "1e12"],
+        &["serve", "--port", "0", "--churn", "inf"],
+        &[
+            "serve",
+            "--port",
+            "0",
+            "--bookmark-interval",
+            "18446744073709551615",
+        ],
+    ] {
+        let out = kinformer(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            err.contains("out of range") || err.contains("not in"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn an_unreachable_server_is_named_in_the_error() {
+    let out = kinformer(&["watch", "pods", "--server", "http://127.0.0.1:1"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("http://127.0.0.1:1"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // Not a terminal: no colour codes.
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_pipe_ends_watch_quietly() {
+    let server = kinformer_apiserver::TestServer::start().await.unwrap();
+    for i in 0..3 {
+        server
+            .store()
+            .create(
+                "configmaps",
+                "default",
+                serde_json::json!({"metadata": {"name": format!("cm-{i}")}}),
+            )
+            .unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kinformer"))
+        .args(["watch", "configmaps", "--server", &server.url()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one line, as `| head -1` does, then close the pipe.
+    let stdout = child.stdout.take().unwrap();
+    let line = tokio::task::spawn_blocking(move || {
+        let mut first = String::new();
+        BufReader::new(stdout).read_line(&mut first).unwrap();
+        first
+    })
+    .await
+    .unwrap();
+    assert!(line.starts_with("ADDED"), "{line}");
+    // More events: the next write meets the closed pipe.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut i = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "watch kept running after its pipe closed"
+        );
+        server
+            .store()
+            .create(
+                "configmaps",
+                "default",
+                serde_json::json!({"metadata": {"name": format!("more-{i}")}}),
+            )
+            .unwrap();
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{status}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
