@@ -32,6 +32,7 @@
 //! ```
 //!
 //! Module map: [`store`] (revisions, history, writes), [`list`] and [`watch`] (reads),
+//! [`media`] (JSON, and protobuf for built-in kinds),
 //! [`selector`], [`query`], [`resource`] and [`discovery`], [`status`] (errors), [`faults`],
 //! [`synthetic`] (bench pods), [`server`].
 
@@ -39,6 +40,7 @@ pub mod discovery;
 pub mod faults;
 mod handle;
 pub mod list;
+pub mod media;
 pub mod object;
 pub mod query;
 pub mod resource;

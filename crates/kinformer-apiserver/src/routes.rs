@@ -17,6 +17,8 @@ use tokio::sync::mpsc;
 use crate::discovery;
 use crate::faults::{Fault, Faults, RequestKind};
 use crate::list;
+use crate::media::{self, Format};
+use crate::object::StoredObject;
 use crate::query::{Query, RvMatch};
 use crate::resource::ResourceDef;
 use crate::server::ServerConfig;
@@ -39,6 +41,55 @@ fn json_response(code: StatusCode, body: Bytes) -> Response {
         HeaderValue::from_static("application/json"),
     );
     r
+}
+
+fn typed_response(code: StatusCode, body: Bytes, content_type: &'static str) -> Response {
+    let mut r = (code, body).into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// An object in the negotiated format (JSON when it has no protobuf form and the client
+/// takes JSON too).
+fn object_response(
+    def: &ResourceDef,
+    format: Format,
+    code: StatusCode,
+    o: &StoredObject,
+) -> Result<Response, ApiError> {
+    match format {
+        Format::Json => Ok(json_response(code, o.bytes.clone())),
+        Format::Protobuf { json_fallback } => match media::object_protobuf(def, o) {
+            Ok(b) => Ok(typed_response(code, b, media::PROTOBUF)),
+            Err(e) if json_fallback => {
+                tracing::warn!("answering in JSON: {}", e.message);
+                Ok(json_response(code, o.bytes.clone()))
+            }
+            Err(e) => Err(e),
+        },
+    }
+}
+
+/// A list in the negotiated format.
+fn list_response(
+    def: &ResourceDef,
+    format: Format,
+    rev: u64,
+    items: &[Arc<StoredObject>],
+    cont: Option<String>,
+) -> Result<Response, ApiError> {
+    if let Format::Protobuf { json_fallback } = format {
+        match media::list_protobuf(def, rev, items, cont.clone()) {
+            Ok(b) => return Ok(typed_response(StatusCode::OK, b, media::PROTOBUF)),
+            Err(e) if json_fallback => tracing::warn!("answering in JSON: {}", e.message),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        list::render_list(def, rev, items, cont),
+    ))
 }
 
 fn value_response(v: &Value) -> Response {
@@ -124,6 +175,12 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
+    let format = media::negotiate(
+        req.headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+        &target.def,
+    )?;
     let limit = st.config.max_body_bytes;
     let body = axum::body::to_bytes(req.into_body(), limit)
         .await
@@ -135,31 +192,36 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
             let o = s
                 .get_at(target.ridx, ns, name)
                 .ok_or_else(|| ApiError::not_found(&target.def.group, &target.def.plural, name))?;
-            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+            object_response(&target.def, format, StatusCode::OK, &o)
         }
-        (Method::GET, None) if query.watch => start_watch(st, &target, query, faults).await,
+        (Method::GET, None) if query.watch => start_watch(st, &target, query, faults, format).await,
         (Method::GET, None) => {
-            let b = list::list(
+            let page = list::list_objects(
                 s,
                 target.ridx,
-                &target.def,
                 ns,
                 &query,
                 expire_continue,
                 st.config.rv_wait,
             )
             .await?;
-            Ok(json_response(StatusCode::OK, b))
+            list_response(
+                &target.def,
+                format,
+                page.revision,
+                &page.items,
+                page.continue_token,
+            )
         }
         (Method::POST, None) => {
-            let v = parse_body(&body)?;
+            let v = parse_body_as(&target.def, &content_type, &body)?;
             let o = s.create_at(target.ridx, ns, v)?;
-            Ok(json_response(StatusCode::CREATED, o.bytes.clone()))
+            object_response(&target.def, format, StatusCode::CREATED, &o)
         }
         (Method::PUT, Some(name)) => {
-            let v = parse_body(&body)?;
+            let v = parse_body_as(&target.def, &content_type, &body)?;
             let o = s.update_at(target.ridx, ns, name, v, target.status)?;
-            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+            object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::PATCH, Some(name)) => {
             let pt = patch_type(&content_type)?;
@@ -167,7 +229,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                 ApiError::bad_request(format!("the request body is not valid JSON: {e}"))
             })?;
             let o = s.patch_at(target.ridx, ns, name, pt, &v, target.status)?;
-            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+            object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::DELETE, Some(name)) => {
             let opts = if body.is_empty() {
@@ -181,7 +243,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                 .and_then(Value::as_str);
             let uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
             let o = s.delete_at(target.ridx, ns, name, rv, uid)?;
-            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+            object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::DELETE, None) => {
             let page = s.list_page(target.ridx, ns, None, None, 0, |o| {
@@ -201,10 +263,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                     Err(e) => return Err(e),
                 }
             }
-            Ok(json_response(
-                StatusCode::OK,
-                list::render_list(&target.def, s.revision(), &deleted, None),
-            ))
+            list_response(&target.def, format, s.revision(), &deleted, None)
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -248,6 +307,15 @@ fn parse_target(store: &Store, group: &str, version: &str, rest: &[&str]) -> Opt
     })
 }
 
+/// A create or update body: protobuf when its content type says so, JSON otherwise.
+fn parse_body_as(def: &ResourceDef, content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+    if media::is_protobuf(content_type) {
+        media::protobuf_body(def, body)
+    } else {
+        parse_body(body)
+    }
+}
+
 fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
@@ -275,11 +343,16 @@ async fn start_watch(
     t: &Target,
     q: Query,
     faults: Vec<Fault>,
+    format: Format,
 ) -> Result<Response, ApiError> {
     let store = &st.store;
+    let protobuf = matches!(format, Format::Protobuf { .. });
     if faults.contains(&Fault::WatchGone) {
-        let line = watch::error_line(&ApiError::gone("too old resource version: injected"));
-        return Ok(stream_response(one_line(line)));
+        let line = watch::error_event(
+            &ApiError::gone("too old resource version: injected"),
+            protobuf,
+        );
+        return Ok(stream_response(one_line(line), protobuf));
     }
     let start = match (q.send_initial_events, q.resource_version) {
         (Some(true), rv) => {
@@ -316,9 +389,10 @@ async fn start_watch(
             }
             list::await_revision(store, r, st.config.rv_wait).await?;
             if r < store.compacted_revision() {
-                return Ok(stream_response(one_line(watch::error_line(
-                    &ApiError::too_old(r),
-                ))));
+                return Ok(stream_response(
+                    one_line(watch::error_event(&ApiError::too_old(r), protobuf)),
+                    protobuf,
+                ));
             }
             WatchStart::After(r)
         }
@@ -338,6 +412,7 @@ async fn start_watch(
             .max(Duration::from_millis(1)),
         faults,
         closes: st.faults.watch_closes(),
+        protobuf,
     };
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     tokio::spawn(watch::run(req, tx));
@@ -346,14 +421,18 @@ async fn start_watch(
             .await
             .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
     });
-    Ok(stream_response(Body::from_stream(stream)))
+    Ok(stream_response(Body::from_stream(stream), protobuf))
 }
 
-fn stream_response(body: Body) -> Response {
+fn stream_response(body: Body, protobuf: bool) -> Response {
     let mut r = Response::new(body);
     r.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
+        HeaderValue::from_static(if protobuf {
+            media::PROTOBUF_WATCH
+        } else {
+            "application/json"
+        }),
     );
     r.headers_mut().insert(
         header::CACHE_CONTROL,
