@@ -1,7 +1,8 @@
 //! The `informer` bench group: W6 (in process, see [`super::informer`]), and over HTTP against
 //! the embedded API server running in its own process: E1 (kinformer's shared informer),
-//! E1-kube-runtime (kube-runtime's `watcher` + `reflector` on the same work) and L0 (the
-//! floor: decoding the served list with serde_json).
+//! E1-kube-runtime (kube-runtime's `watcher` + `reflector` on the same work), L0 (the
+//! floor: decoding the served list with serde_json), and their protobuf variants E1P (E1
+//! with protobuf lists and watches) and L0P (decoding the served list from protobuf).
 //!
 //! # The server process
 //!
@@ -38,7 +39,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::{HasSynced, InformerOptions, ResourceEventHandler, SharedIndexInformer};
-use kinformer::kube::KubeListerWatcher;
+use kinformer::kube::{KubeListerWatcher, Wire};
 use kinformer_apiserver::{ApiServer, ServerConfig, bench_pod_update, seed_bench_pods};
 use kube::{Api, Client};
 use parking_lot::Mutex;
@@ -50,7 +51,7 @@ use super::{BenchError, Group, Metrics};
 /// The `informer` group.
 pub(super) const GROUP: Group = Group {
     name: "informer",
-    workloads: &["W6", "E1", "E1-kube-runtime", "L0"],
+    workloads: &["W6", "E1", "E1-kube-runtime", "L0", "L0P", "E1P"],
     run,
 };
 
@@ -66,8 +67,10 @@ fn run(workload: &str) -> Result<Metrics, BenchError> {
             super::rows_to_metrics(w, super::informer::run(w))
         }
         "E1" => block_on("E1", e1(Peer::Kinformer)),
+        "E1P" => block_on("E1P", e1(Peer::KinformerProtobuf)),
         "E1-kube-runtime" => block_on("E1-kube-runtime", e1(Peer::KubeRuntime)),
         "L0" => block_on("L0", l0()),
+        "L0P" => block_on("L0P", l0p()),
         other => Err(BenchError::UnknownWorkload(other.to_string())),
     }
 }
@@ -86,7 +89,10 @@ fn block_on(
 /// Which client follows the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Peer {
+    /// kinformer, JSON on the wire.
     Kinformer,
+    /// kinformer, protobuf on the wire.
+    KinformerProtobuf,
     KubeRuntime,
 }
 
@@ -319,9 +325,14 @@ async fn e1(peer: Peer) -> Result<Metrics, String> {
     let api = Api::<Pod>::all(client);
     let started = Instant::now();
     let (synced_ms, task) = match peer {
-        Peer::Kinformer => {
+        Peer::Kinformer | Peer::KinformerProtobuf => {
+            let wire = if peer == Peer::Kinformer {
+                Wire::Json
+            } else {
+                Wire::Protobuf
+            };
             let informer = SharedIndexInformer::new(
-                KubeListerWatcher::new(api),
+                KubeListerWatcher::new(api).with_wire(wire),
                 InformerOptions::new("pods")
                     .with_watch_list(false)
                     .with_page_size(500),
@@ -448,6 +459,56 @@ async fn l0() -> Result<Metrics, String> {
     }
     let peak = peak_rss_mib()?;
     drop(list);
+    Ok(vec![
+        ("decode_ms".into(), secs * 1e3),
+        ("mb_per_s".into(), body.len() as f64 / 1e6 / secs),
+        ("peak_rss_mib".into(), peak),
+    ])
+}
+
+async fn l0p() -> Result<Metrics, String> {
+    let server = ServerProcess::spawn(PODS)?;
+    let client = server.client()?;
+    let request = http::Request::get("/api/v1/pods")
+        .header(http::header::ACCEPT, kinformer_protobuf::CONTENT_TYPE)
+        .body(kube::client::Body::empty())
+        .map_err(|e| e.to_string())?;
+    let response = client
+        .send(request)
+        .await
+        .map_err(|e| format!("listing pods: {e}"))?;
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    if response.status() != http::StatusCode::OK || content_type != kinformer_protobuf::CONTENT_TYPE
+    {
+        return Err(format!(
+            "listing pods: {} {content_type:?}",
+            response.status()
+        ));
+    }
+    let body = response
+        .into_body()
+        .collect_bytes()
+        .await
+        .map_err(|e| format!("listing pods: {e}"))?;
+    drop(server);
+    let start = Instant::now();
+    let list = kinformer_protobuf::List::parse(&body).map_err(|e| format!("decoding: {e}"))?;
+    let pods = list
+        .items()
+        .map(|item| item.decode::<Pod>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("decoding: {e}"))?;
+    let secs = start.elapsed().as_secs_f64();
+    if pods.len() != PODS {
+        return Err(format!("{} pods decoded, expected {PODS}", pods.len()));
+    }
+    let peak = peak_rss_mib()?;
+    drop(pods);
     Ok(vec![
         ("decode_ms".into(), secs * 1e3),
         ("mb_per_s".into(), body.len() as f64 / 1e6 / secs),
