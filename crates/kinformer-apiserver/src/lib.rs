@@ -32,6 +32,7 @@
 //! ```
 //!
 //! Module map: [`store`] (revisions, history, writes), [`list`] and [`watch`] (reads),
+//! [`media`] (JSON, and protobuf for built-in kinds),
 //! [`selector`], [`query`], [`resource`] and [`discovery`], [`status`] (errors), [`faults`],
 //! [`synthetic`] (bench pods), [`validate`] (what is refused, and how), [`server`].
 
@@ -41,6 +42,7 @@ pub mod faults;
 mod handle;
 mod host;
 pub mod list;
+pub mod media;
 pub mod object;
 pub mod query;
 pub mod resource;

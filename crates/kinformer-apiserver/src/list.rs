@@ -111,6 +111,41 @@ pub async fn list(
     expire_continue: bool,
     rv_wait: Duration,
 ) -> Result<Bytes, ApiError> {
+    let page = list_objects(store, ridx, namespace, q, expire_continue, rv_wait).await?;
+    Ok(render_list(
+        def,
+        page.revision,
+        &page.items,
+        page.continue_token,
+    ))
+}
+
+/// One page of a list, before rendering.
+#[derive(Debug)]
+pub struct ListedPage {
+    /// The revision the list was read at.
+    pub revision: u64,
+    /// The objects, in key order.
+    pub items: Vec<Arc<StoredObject>>,
+    /// The token for the next page.
+    pub continue_token: Option<String>,
+}
+
+/// The objects [`list`] renders.
+///
+/// # Errors
+/// As [`list`].
+///
+/// # Cancel safety
+/// Cancel safe: nothing is written.
+pub async fn list_objects(
+    store: &Store,
+    ridx: usize,
+    namespace: Option<&str>,
+    q: &Query,
+    expire_continue: bool,
+    rv_wait: Duration,
+) -> Result<ListedPage, ApiError> {
     let (at, after) = if let Some(token) = &q.continue_token {
         let (rv, after) = decode_continue(token)?;
         if expire_continue || rv < store.compacted_revision() {
@@ -148,12 +183,11 @@ pub async fn list(
     let page = store.list_page(ridx, namespace, at, after.as_deref(), q.limit, |o| {
         selects(&q.label_selector, &q.field_selector, o)
     })?;
-    Ok(render_list(
-        def,
-        page.revision,
-        &page.items,
-        page.more_after.map(|k| encode_continue(page.revision, &k)),
-    ))
+    Ok(ListedPage {
+        revision: page.revision,
+        continue_token: page.more_after.map(|k| encode_continue(page.revision, &k)),
+        items: page.items,
+    })
 }
 
 /// Renders `<Kind>List` bytes from stored objects without re-serializing them.

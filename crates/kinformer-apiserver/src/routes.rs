@@ -18,6 +18,8 @@ use crate::discovery;
 use crate::faults::{Fault, Faults, RequestKind};
 use crate::host;
 use crate::list;
+use crate::media::{self, Format};
+use crate::object::StoredObject;
 use crate::query::{Query, RvMatch};
 use crate::resource::ResourceDef;
 use crate::server::ServerConfig;
@@ -41,6 +43,55 @@ fn json_response(code: StatusCode, body: Bytes) -> Response {
         HeaderValue::from_static("application/json"),
     );
     r
+}
+
+fn typed_response(code: StatusCode, body: Bytes, content_type: &'static str) -> Response {
+    let mut r = (code, body).into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// An object in the negotiated format (JSON when it has no protobuf form and the client
+/// takes JSON too).
+fn object_response(
+    def: &ResourceDef,
+    format: Format,
+    code: StatusCode,
+    o: &StoredObject,
+) -> Result<Response, ApiError> {
+    match format {
+        Format::Json => Ok(json_response(code, o.bytes.clone())),
+        Format::Protobuf { json_fallback } => match media::object_protobuf(def, o) {
+            Ok(b) => Ok(typed_response(code, b, media::PROTOBUF)),
+            Err(e) if json_fallback => {
+                tracing::warn!("answering in JSON: {}", e.message);
+                Ok(json_response(code, o.bytes.clone()))
+            }
+            Err(e) => Err(e),
+        },
+    }
+}
+
+/// A list in the negotiated format.
+fn list_response(
+    def: &ResourceDef,
+    format: Format,
+    rev: u64,
+    items: &[Arc<StoredObject>],
+    cont: Option<String>,
+) -> Result<Response, ApiError> {
+    if let Format::Protobuf { json_fallback } = format {
+        match media::list_protobuf(def, rev, items, cont.clone()) {
+            Ok(b) => return Ok(typed_response(StatusCode::OK, b, media::PROTOBUF)),
+            Err(e) if json_fallback => tracing::warn!("answering in JSON: {}", e.message),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        list::render_list(def, rev, items, cont),
+    ))
 }
 
 fn value_response(v: &Value) -> Response {
@@ -141,6 +192,12 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
     {
         require_json(&content_type)?;
     }
+    let format = media::negotiate(
+        req.headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+        &target.def,
+    )?;
     let limit = st.config.max_body_bytes;
     let read = read_body(req.into_body(), limit);
     let body = tokio::time::timeout(st.config.body_read_timeout, read)
@@ -153,31 +210,36 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
             let o = s
                 .get_at(target.ridx, ns, name)
                 .ok_or_else(|| ApiError::not_found(&target.def.group, &target.def.plural, name))?;
-            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+            object_response(&target.def, format, StatusCode::OK, &o)
         }
-        (Method::GET, None) if query.watch => start_watch(st, &target, query, faults).await,
+        (Method::GET, None) if query.watch => start_watch(st, &target, query, faults, format).await,
         (Method::GET, None) => {
-            let b = list::list(
+            let page = list::list_objects(
                 s,
                 target.ridx,
-                &target.def,
                 ns,
                 &query,
                 expire_continue,
                 st.config.rv_wait,
             )
             .await?;
-            Ok(json_response(StatusCode::OK, b))
+            list_response(
+                &target.def,
+                format,
+                page.revision,
+                &page.items,
+                page.continue_token,
+            )
         }
         (Method::POST, None) => {
-            let v = parse_body(&body)?;
+            let v = parse_body_as(&target.def, &content_type, &body)?;
             let o = s.create_at(target.ridx, ns, v)?;
-            Ok(json_response(StatusCode::CREATED, o.bytes.clone()))
+            object_response(&target.def, format, StatusCode::CREATED, &o)
         }
         (Method::PUT, Some(name)) => {
-            let v = parse_body(&body)?;
+            let v = parse_body_as(&target.def, &content_type, &body)?;
             let o = s.update_at(target.ridx, ns, name, v, target.status)?;
-            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+            object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::PATCH, Some(name)) => {
             let pt = patch_type(&content_type)?;
@@ -185,7 +247,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                 ApiError::bad_request(format!("the request body is not valid JSON: {e}"))
             })?;
             let o = s.patch_at(target.ridx, ns, name, pt, &v, target.status)?;
-            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+            object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::DELETE, Some(name)) => {
             let opts = if body.is_empty() {
@@ -199,7 +261,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                 .and_then(Value::as_str);
             let uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
             let o = s.delete_at(target.ridx, ns, name, rv, uid)?;
-            Ok(json_response(StatusCode::OK, o.bytes.clone()))
+            object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::DELETE, None)
             if (target.def.namespaced && ns.is_none())
@@ -227,10 +289,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                     Err(e) => return Err(e),
                 }
             }
-            Ok(json_response(
-                StatusCode::OK,
-                list::render_list(&target.def, s.revision(), &deleted, None),
-            ))
+            list_response(&target.def, format, s.revision(), &deleted, None)
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -291,14 +350,25 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     Ok(out.freeze())
 }
 
-/// 415 unless `ct` is JSON (or empty, which Kubernetes reads as JSON). Cross-site form posts
+/// 415 unless `ct` is JSON (or empty, which Kubernetes reads as JSON) or Kubernetes protobuf
+/// (which the body parser accepts for built-in kinds only). Cross-site form posts
 /// (`text/plain`, `application/x-www-form-urlencoded`, `multipart/form-data`) are refused.
 fn require_json(ct: &str) -> Result<(), ApiError> {
     let base = ct.split(';').next().unwrap_or("").trim();
-    if base.is_empty() || base.eq_ignore_ascii_case("application/json") {
+    if base.is_empty() || base.eq_ignore_ascii_case("application/json") || media::is_protobuf(base)
+    {
         Ok(())
     } else {
         Err(ApiError::unsupported_media_type(base))
+    }
+}
+
+/// A create or update body: protobuf when its content type says so, JSON otherwise.
+fn parse_body_as(def: &ResourceDef, content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+    if media::is_protobuf(content_type) {
+        media::protobuf_body(def, body)
+    } else {
+        parse_body(body)
     }
 }
 
@@ -329,11 +399,16 @@ async fn start_watch(
     t: &Target,
     q: Query,
     faults: Vec<Fault>,
+    format: Format,
 ) -> Result<Response, ApiError> {
     let store = &st.store;
+    let protobuf = matches!(format, Format::Protobuf { .. });
     if faults.contains(&Fault::WatchGone) {
-        let line = watch::error_line(&ApiError::gone("too old resource version: injected"));
-        return Ok(stream_response(one_line(line)));
+        let line = watch::error_event(
+            &ApiError::gone("too old resource version: injected"),
+            protobuf,
+        );
+        return Ok(stream_response(one_line(line), protobuf));
     }
     let start = match (q.send_initial_events, q.resource_version) {
         (Some(true), rv) => {
@@ -370,9 +445,10 @@ async fn start_watch(
             }
             list::await_revision(store, r, st.config.rv_wait).await?;
             if r < store.compacted_revision() {
-                return Ok(stream_response(one_line(watch::error_line(
-                    &ApiError::too_old(r),
-                ))));
+                return Ok(stream_response(
+                    one_line(watch::error_event(&ApiError::too_old(r), protobuf)),
+                    protobuf,
+                ));
             }
             WatchStart::After(r)
         }
@@ -392,6 +468,7 @@ async fn start_watch(
             .max(Duration::from_millis(1)),
         faults,
         closes: st.faults.watch_closes(),
+        protobuf,
     };
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     tokio::spawn(watch::run(req, tx));
@@ -400,14 +477,18 @@ async fn start_watch(
             .await
             .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
     });
-    Ok(stream_response(Body::from_stream(stream)))
+    Ok(stream_response(Body::from_stream(stream), protobuf))
 }
 
-fn stream_response(body: Body) -> Response {
+fn stream_response(body: Body, protobuf: bool) -> Response {
     let mut r = Response::new(body);
     r.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
+        HeaderValue::from_static(if protobuf {
+            media::PROTOBUF_WATCH
+        } else {
+            "application/json"
+        }),
     );
     r.headers_mut().insert(
         header::CACHE_CONTROL,

@@ -1,4 +1,5 @@
-//! WATCH: a chunked stream of JSON events, one per line.
+//! WATCH: a chunked stream of JSON events, one per line, or (when the client asks for
+//! protobuf) of length-prefixed protobuf `WatchEvent` frames.
 //!
 //! Properties:
 //! - Events after the start revision arrive in revision order, then live; the history cursor
@@ -66,6 +67,8 @@ pub struct WatchRequest {
     pub faults: Vec<Fault>,
     /// Ends the stream when it changes.
     pub closes: watch::Receiver<u64>,
+    /// Protobuf frames instead of JSON lines.
+    pub protobuf: bool,
 }
 
 /// An `{"type":T,"object":O}` line.
@@ -84,18 +87,62 @@ pub fn error_line(e: &ApiError) -> Bytes {
     b.freeze()
 }
 
-fn bookmark_line(buf: &mut BytesMut, def: &ResourceDef, rev: u64, initial_end: bool) {
+/// The ERROR event for an API error, as a JSON line or a protobuf frame.
+pub fn error_event(e: &ApiError, protobuf: bool) -> Bytes {
+    if !protobuf {
+        return error_line(e);
+    }
+    match kinformer_protobuf::json_to_vec(&e.to_status()) {
+        Ok(status) => Bytes::from(kinformer_protobuf::WatchEvent::encode_frame(
+            "ERROR", &status,
+        )),
+        Err(err) => {
+            tracing::warn!("cannot encode an error status in protobuf: {err}");
+            Bytes::new()
+        }
+    }
+}
+
+fn bookmark_object(def: &ResourceDef, rev: u64, initial_end: bool) -> serde_json::Value {
     let mut meta = json!({"resourceVersion": rev.to_string()});
     if initial_end {
         meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
-    let obj = json!({"kind": def.kind, "apiVersion": def.api_version(), "metadata": meta});
+    json!({"kind": def.kind, "apiVersion": def.api_version(), "metadata": meta})
+}
+
+fn bookmark_line(buf: &mut BytesMut, def: &ResourceDef, rev: u64, initial_end: bool) {
+    let obj = bookmark_object(def, rev, initial_end);
     event_line(buf, "BOOKMARK", obj.to_string().as_bytes());
+}
+
+/// The resource's `apiVersion` and `kind`, for protobuf frames.
+#[derive(Debug, Clone)]
+struct Protobuf {
+    api_version: String,
+    kind: String,
+}
+
+impl Protobuf {
+    /// The frame for an event about a stored object (JSON bytes).
+    fn frame(&self, kind: &str, object: &[u8]) -> Result<Vec<u8>, ApiError> {
+        let v: serde_json::Value = serde_json::from_slice(object)
+            .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))?;
+        let encoded =
+            kinformer_protobuf::to_vec(&v, &self.api_version, &self.kind).map_err(|e| {
+                ApiError::internal(format!(
+                    "{} {} has no protobuf form: {e}",
+                    self.api_version, self.kind
+                ))
+            })?;
+        Ok(kinformer_protobuf::WatchEvent::encode_frame(kind, &encoded))
+    }
 }
 
 struct Sink {
     tx: mpsc::Sender<Bytes>,
     buf: BytesMut,
+    protobuf: Option<Protobuf>,
     sent: usize,
     close_after: Option<usize>,
     truncate_after: Option<usize>,
@@ -110,15 +157,30 @@ impl Sink {
         if self.close_after == Some(self.sent) {
             return false;
         }
+        let mut event = BytesMut::new();
+        match &self.protobuf {
+            None => event_line(&mut event, kind, &obj.bytes),
+            Some(p) => match p.frame(kind, &obj.bytes) {
+                Ok(frame) => event.put_slice(&frame),
+                Err(e) => {
+                    tracing::warn!("ending a protobuf watch: {}", e.message);
+                    self.buf.put_slice(&error_event(&e, true));
+                    return false;
+                }
+            },
+        }
         if self.truncate_after == Some(self.sent) {
-            let mut line = BytesMut::new();
-            event_line(&mut line, kind, &obj.bytes);
-            self.buf.put_slice(&line[..line.len() / 2]);
+            self.buf.put_slice(&event[..event.len() / 2]);
             return false;
         }
         if self.garble_after == Some(self.sent) {
-            self.buf
-                .put_slice(b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\x01garbled\n");
+            if self.protobuf.is_some() {
+                // A frame whose payload is not a watch event.
+                self.buf.put_slice(&[0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff]);
+            } else {
+                self.buf
+                    .put_slice(b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\x01garbled\n");
+            }
             return false;
         }
         if self
@@ -127,8 +189,12 @@ impl Sink {
             .is_some()
         {
             // The event is lost on the wire; the stream goes on.
-            self.buf
-                .put_slice(b"{\"type\":\"MODIFIED\",\"object\":{\x01}}\n");
+            if self.protobuf.is_some() {
+                self.buf.put_slice(&[0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff]);
+            } else {
+                self.buf
+                    .put_slice(b"{\"type\":\"MODIFIED\",\"object\":{\x01}}\n");
+            }
             self.sent += 1;
             return true;
         }
@@ -137,13 +203,38 @@ impl Sink {
             .take_if(|n| *n == self.sent)
             .is_some()
         {
-            event_line(&mut self.buf, "ADDDED", &obj.bytes);
+            match &self.protobuf {
+                None => event_line(&mut self.buf, "ADDDED", &obj.bytes),
+                Some(p) => match p.frame("ADDDED", &obj.bytes) {
+                    Ok(frame) => self.buf.put_slice(&frame),
+                    Err(e) => {
+                        tracing::warn!("ending a protobuf watch: {}", e.message);
+                        self.buf.put_slice(&error_event(&e, true));
+                        return false;
+                    }
+                },
+            }
             self.sent += 1;
             return true;
         }
-        event_line(&mut self.buf, kind, &obj.bytes);
+        self.buf.put_slice(&event);
         self.sent += 1;
         true
+    }
+
+    fn bookmark(&mut self, def: &ResourceDef, rev: u64, initial_end: bool) {
+        if self.protobuf.is_none() {
+            return bookmark_line(&mut self.buf, def, rev, initial_end);
+        }
+        let obj = bookmark_object(def, rev, initial_end);
+        match kinformer_protobuf::json_to_vec(&obj) {
+            Ok(b) => self
+                .buf
+                .put_slice(&kinformer_protobuf::WatchEvent::encode_frame(
+                    "BOOKMARK", &b,
+                )),
+            Err(e) => tracing::warn!("cannot encode a bookmark in protobuf: {e}"),
+        }
     }
 
     async fn flush(&mut self) -> bool {
@@ -166,6 +257,10 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
     let mut sink = Sink {
         tx,
         buf: BytesMut::with_capacity(64 * 1024),
+        protobuf: req.protobuf.then(|| Protobuf {
+            api_version: req.def.api_version(),
+            kind: req.def.kind.clone(),
+        }),
         sent: 0,
         close_after: None,
         truncate_after: None,
@@ -209,7 +304,7 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
                 }
             }
             if end_bookmark {
-                bookmark_line(&mut sink.buf, &req.def, page.revision, true);
+                sink.bookmark(&req.def, page.revision, true);
             }
             page.revision
         }
@@ -222,7 +317,7 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
             let events = match req.store.events_after(cursor, BATCH) {
                 Ok(e) => e,
                 Err(e) => {
-                    sink.buf.put_slice(&error_line(&e));
+                    sink.buf.put_slice(&error_event(&e, req.protobuf));
                     sink.flush().await;
                     return;
                 }
@@ -272,7 +367,7 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
             _ = req.closes.changed() => return,
             _ = sink.tx.closed() => return,
             _ = bookmark_sleep => {
-                bookmark_line(&mut sink.buf, &req.def, cursor, false);
+                sink.bookmark(&req.def, cursor, false);
                 bookmark_at = req.bookmarks.map(|d| Instant::now() + d);
             }
         }

@@ -1,9 +1,10 @@
 //! The `informer` bench group: W6 (in process, see [`super::informer`]), and over HTTP against
-//! the embedded API server running in its own process: E1 (kinformer's shared informer, typed),
-//! E1C (kinformer's lean informer: `Lazy<Pod>` in compact storage), E1-kube-runtime
-//! (kube-runtime's `watcher` + `reflector` on the same work), L0 (decoding the served list with
-//! serde_json), F0 (fetching every page of the list without decoding: the floor over HTTP), and
-//! E1R / E1R-kube-runtime (E1C and kube-runtime with 100,000 realistic pods).
+//! the embedded API server running in its own process: E1 (kinformer's shared informer, typed,
+//! JSON), E1P (the same over protobuf), E1PC (E1P with compact storage), E1C (kinformer's lean
+//! informer: `Lazy<Pod>` in compact storage, JSON), E1-kube-runtime (kube-runtime's `watcher` +
+//! `reflector` on the same work), L0 (decoding the served list with serde_json), L0P (decoding
+//! it from protobuf), F0 (fetching every page of the list without decoding: the floor over
+//! HTTP), and E1R / E1R-kube-runtime (E1C and kube-runtime with 100,000 realistic pods).
 //!
 //! # The server process
 //!
@@ -44,7 +45,7 @@ use kinformer::cache::{
     CompactOptions, HasSynced, InformerOptions, Lazy, ResourceEventHandler, SharedIndexInformer,
     Storage,
 };
-use kinformer::kube::KubeListerWatcher;
+use kinformer::kube::{KubeListerWatcher, Wire};
 use kinformer_apiserver::{ApiServer, ServerConfig, bench_pod_update, seed_bench_pods};
 use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
@@ -61,9 +62,12 @@ pub(super) const GROUP: Group = Group {
     workloads: &[
         "W6",
         "E1",
+        "E1P",
+        "E1PC",
         "E1C",
         "E1-kube-runtime",
         "L0",
+        "L0P",
         "F0",
         "E1R",
         "E1R-kube-runtime",
@@ -82,12 +86,15 @@ fn run(workload: &str) -> Result<Metrics, BenchError> {
         w if super::informer::WORKLOADS.contains(&w) => {
             super::rows_to_metrics(w, super::informer::run(w))
         }
-        "E1" => block_on("E1", e1(Peer::Kinformer, false)),
+        "E1" => block_on("E1", e1(Peer::typed(Wire::Json, false), false)),
+        "E1P" => block_on("E1P", e1(Peer::typed(Wire::Protobuf, false), false)),
+        "E1PC" => block_on("E1PC", e1(Peer::typed(Wire::Protobuf, true), false)),
         "E1C" => block_on("E1C", e1(Peer::KinformerLean, false)),
         "E1-kube-runtime" => block_on("E1-kube-runtime", e1(Peer::KubeRuntime, false)),
         "E1R" => block_on("E1R", e1(Peer::KinformerLean, true)),
         "E1R-kube-runtime" => block_on("E1R-kube-runtime", e1(Peer::KubeRuntime, true)),
         "L0" => block_on("L0", l0()),
+        "L0P" => block_on("L0P", l0p()),
         "F0" => block_on("F0", f0()),
         other => Err(BenchError::UnknownWorkload(other.to_string())),
     }
@@ -107,11 +114,23 @@ fn block_on(
 /// Which client follows the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Peer {
-    /// A typed informer (`SharedIndexInformer<Pod>`, typed storage).
-    Kinformer,
-    /// The lean informer: `SharedIndexInformer<Lazy<Pod>>` in compact storage.
+    /// A typed informer (`SharedIndexInformer<Pod>`) with this wire format, in typed or
+    /// compact storage.
+    Kinformer {
+        /// JSON or protobuf.
+        wire: Wire,
+        /// Compact storage instead of typed.
+        compact: bool,
+    },
+    /// The lean informer: `SharedIndexInformer<Lazy<Pod>>` in compact storage, JSON on the wire.
     KinformerLean,
     KubeRuntime,
+}
+
+impl Peer {
+    fn typed(wire: Wire, compact: bool) -> Self {
+        Peer::Kinformer { wire, compact }
+    }
 }
 
 /// The server child process and its command pipe.
@@ -393,6 +412,7 @@ impl<K: Resource + Send + Sync + 'static> ResourceEventHandler<K> for Handler {
 /// its sync; returns the time to synced and the informer's task.
 async fn start_kinformer<K>(
     api: Api<K>,
+    wire: Wire,
     storage: Storage<K>,
     progress: &Arc<Progress>,
     cancel: &CancellationToken,
@@ -402,7 +422,7 @@ where
     K: Resource + DeserializeOwned + Send + Sync + 'static,
 {
     let informer = SharedIndexInformer::new(
-        KubeListerWatcher::new(api),
+        KubeListerWatcher::new(api).with_wire(wire),
         InformerOptions::new("pods")
             .with_storage(storage)
             .with_watch_list(false)
@@ -437,14 +457,19 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
     let cancel = CancellationToken::new();
     let started = Instant::now();
     let (synced_ms, task) = match peer {
-        Peer::Kinformer => {
+        Peer::Kinformer { wire, compact } => {
             let api = Api::<Pod>::all(client);
-            start_kinformer(api, Storage::typed(), &progress, &cancel, started).await?
+            let storage = if compact {
+                Storage::compact(CompactOptions::default())
+            } else {
+                Storage::typed()
+            };
+            start_kinformer(api, wire, storage, &progress, &cancel, started).await?
         }
         Peer::KinformerLean => {
             let api = Api::<Lazy<Pod>>::all(client);
             let storage = Storage::compact(CompactOptions::default());
-            start_kinformer(api, storage, &progress, &cancel, started).await?
+            start_kinformer(api, Wire::Json, storage, &progress, &cancel, started).await?
         }
         Peer::KubeRuntime => {
             use kube::runtime::{reflector, watcher};
@@ -599,6 +624,56 @@ async fn l0() -> Result<Metrics, String> {
     }
     let peak = peak_rss_mib()?;
     drop(list);
+    Ok(vec![
+        ("decode_ms".into(), secs * 1e3),
+        ("mb_per_s".into(), body.len() as f64 / 1e6 / secs),
+        ("peak_rss_mib".into(), peak),
+    ])
+}
+
+async fn l0p() -> Result<Metrics, String> {
+    let server = ServerProcess::spawn(PODS, false)?;
+    let client = server.client()?;
+    let request = http::Request::get("/api/v1/pods")
+        .header(http::header::ACCEPT, kinformer_protobuf::CONTENT_TYPE)
+        .body(kube::client::Body::empty())
+        .map_err(|e| e.to_string())?;
+    let response = client
+        .send(request)
+        .await
+        .map_err(|e| format!("listing pods: {e}"))?;
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    if response.status() != http::StatusCode::OK || content_type != kinformer_protobuf::CONTENT_TYPE
+    {
+        return Err(format!(
+            "listing pods: {} {content_type:?}",
+            response.status()
+        ));
+    }
+    let body = response
+        .into_body()
+        .collect_bytes()
+        .await
+        .map_err(|e| format!("listing pods: {e}"))?;
+    drop(server);
+    let start = Instant::now();
+    let list = kinformer_protobuf::List::parse(&body).map_err(|e| format!("decoding: {e}"))?;
+    let pods = list
+        .items()
+        .map(|item| item.decode::<Pod>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("decoding: {e}"))?;
+    let secs = start.elapsed().as_secs_f64();
+    if pods.len() != PODS {
+        return Err(format!("{} pods decoded, expected {PODS}", pods.len()));
+    }
+    let peak = peak_rss_mib()?;
+    drop(pods);
     Ok(vec![
         ("decode_ms".into(), secs * 1e3),
         ("mb_per_s".into(), body.len() as f64 / 1e6 / secs),

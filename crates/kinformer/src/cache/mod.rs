@@ -11,7 +11,7 @@ mod factory;
 mod fake_listwatch;
 mod handler;
 mod informer;
-mod lazy;
+pub(crate) mod lazy;
 pub mod listwatch;
 mod notification;
 mod object;

@@ -43,18 +43,19 @@ struct NameMeta {
     name: Option<String>,
 }
 
+/// What a BOOKMARK event's object carries.
 #[derive(Deserialize)]
-struct BookmarkObject {
-    metadata: BookmarkMeta,
+pub(crate) struct BookmarkObject {
+    pub(crate) metadata: BookmarkMeta,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct BookmarkMeta {
+pub(crate) struct BookmarkMeta {
     #[serde(default)]
-    resource_version: String,
+    pub(crate) resource_version: String,
     #[serde(default)]
-    annotations: Option<std::collections::BTreeMap<String, String>>,
+    pub(crate) annotations: Option<std::collections::BTreeMap<String, String>>,
 }
 
 fn decode_object<K: DeserializeOwned>(raw: &RawValue) -> Result<K, DecodeError> {

@@ -24,6 +24,12 @@
 //! Retry-After comes from the status body's `details.retryAfterSeconds`: kube does not expose
 //! response headers; the API server sets both to the same value.
 //!
+//! **Wire format** ([`Wire`], [`KubeListerWatcher::with_wire`]): by default lists and watches of
+//! built-in kinds ask for Kubernetes protobuf with JSON as the fallback (`Accept:
+//! application/vnd.kubernetes.protobuf, application/json`), as client-go does; custom
+//! resources and metadata-only lists ask for JSON. The response's `Content-Type` decides how
+//! it is decoded, object by object either way.
+//!
 //! **Build the client with `Config::default_retry = false`.** kube 5 retries 429, 503 and 504
 //! inside the client by default (up to 15 times); that hides throttling from the reflector's
 //! backoff and delays its reaction to a too-large resource version (a 504), which should be a
@@ -32,6 +38,11 @@
 
 mod decode;
 mod error;
+#[cfg(feature = "protobuf")]
+mod protobuf;
+mod wire;
+
+pub use wire::Wire;
 
 pub use decode::{decode_list, decode_watch_line};
 
@@ -43,12 +54,13 @@ use std::time::Duration;
 use ::kube::api::{ListParams, VersionMatch, WatchParams};
 use ::kube::{Api, Client};
 use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
+use http_body_util::BodyExt as _;
 use kube_core::{PartialObjectMeta, Request, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::cache::listwatch::{
-    ListOptions, ListWatchError, ListerWatcher, ObjectList, ResourceVersionMatch, Selectors,
-    TransportErrorKind, WatchOptions, WatchStream,
+    DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList, ResourceVersionMatch,
+    Selectors, TransportErrorKind, WatchEvent, WatchOptions, WatchStream,
 };
 
 /// How long past its `timeoutSeconds` a silent watch is kept open.
@@ -81,6 +93,7 @@ pub struct KubeListerWatcher<K> {
     metadata: bool,
     selectors: Selectors,
     request_timeout: Duration,
+    wire: Wire,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -92,6 +105,7 @@ impl<K> Clone for KubeListerWatcher<K> {
             metadata: self.metadata,
             selectors: self.selectors.clone(),
             request_timeout: self.request_timeout,
+            wire: self.wire,
             _k: PhantomData,
         }
     }
@@ -103,6 +117,7 @@ impl<K> fmt::Debug for KubeListerWatcher<K> {
             .field("url", &self.request.url_path)
             .field("metadata", &self.metadata)
             .field("selectors", &self.selectors)
+            .field("wire", &self.wire)
             .finish_non_exhaustive()
     }
 }
@@ -138,8 +153,26 @@ impl<K> KubeListerWatcher<K> {
             metadata,
             selectors: Selectors::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            wire: Wire::default(),
             _k: PhantomData,
         }
+    }
+
+    /// Which encoding to ask for (default [`Wire::Protobuf`]: protobuf for built-in kinds).
+    #[must_use]
+    pub fn with_wire(mut self, wire: Wire) -> Self {
+        self.wire = wire;
+        self
+    }
+
+    /// True if requests ask for protobuf: [`Wire::Protobuf`], a built-in kind, full typed
+    /// objects (not metadata-only, not [`Lazy`](crate::cache::Lazy), whose body is JSON).
+    pub fn asks_for_protobuf(&self) -> bool {
+        cfg!(feature = "protobuf")
+            && self.wire == Wire::Protobuf
+            && !self.metadata
+            && !crate::cache::lazy::is_lazy::<K>()
+            && wire::is_builtin_url(&self.request.url_path)
     }
 
     /// How long a list may take to complete, and a watch to begin its response, before the
@@ -217,7 +250,17 @@ impl<K> KubeListerWatcher<K> {
                 ListWatchError::InvalidRequest(e.to_string())
             })?;
         }
+        self.accept(&mut req);
         Ok(req)
+    }
+
+    fn accept(&self, req: &mut http::Request<Vec<u8>>) {
+        if self.asks_for_protobuf() {
+            req.headers_mut().insert(
+                http::header::ACCEPT,
+                http::HeaderValue::from_static(wire::PROTOBUF_ACCEPT),
+            );
+        }
     }
 
     fn watch_request(&self, o: &WatchOptions) -> Result<http::Request<Vec<u8>>, ListWatchError> {
@@ -243,6 +286,7 @@ impl<K> KubeListerWatcher<K> {
             http::header::ACCEPT_ENCODING,
             http::HeaderValue::from_static("identity"),
         );
+        self.accept(&mut req);
         Ok(req)
     }
 }
@@ -258,11 +302,26 @@ where
         let req = self.list_request(options);
         let client = self.client.clone();
         let limit = self.request_timeout;
+        let raw = self.asks_for_protobuf();
         async move {
-            let body = within(limit, "list", client.request_text(req?))
-                .await?
-                .map_err(error::from_kube)?;
-            decode::decode_list::<K>(&body)
+            if !raw {
+                let body = within(limit, "list", client.request_text(req?))
+                    .await?
+                    .map_err(error::from_kube)?;
+                return decode::decode_list::<K>(&body);
+            }
+            let (content_type, body) = within(limit, "list", async {
+                let res = send(&client, req?).await?;
+                let content_type = content_type(&res);
+                let body = res
+                    .into_body()
+                    .collect_bytes()
+                    .await
+                    .map_err(error::from_kube)?;
+                Ok::<_, ListWatchError>((content_type, body))
+            })
+            .await??;
+            decode_list_as::<K>(&content_type, &body)
         }
     }
 
@@ -274,39 +333,145 @@ where
         let client = self.client.clone();
         let deadline = options.timeout.map(|t| t + WATCH_GRACE);
         let limit = self.request_timeout;
+        let raw = self.asks_for_protobuf();
         async move {
-            let body = within(limit, "watch", client.request_stream(req?))
-                .await?
-                .map_err(error::from_kube)?;
-            let lines = Box::pin(body).lines().into_stream();
-            let events = lines
-                .take_while(|line| {
-                    // A broken-off chunk at the end is a resumable close, as kube treats it.
-                    let end =
-                        matches!(line, Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof);
-                    std::future::ready(!end)
-                })
-                .filter_map(|line| {
-                    std::future::ready(match line {
-                        Ok(line) => decode::decode_watch_line::<K>(&line),
-                        Err(e) => Some(Err(error::from_io(&e))),
-                    })
-                })
-                .scan(false, |ended, item| {
-                    // The first error item is the last item: nothing after a bad line or a
-                    // broken stream is delivered (it would be delivered out of context).
-                    if *ended {
-                        return std::future::ready(None);
-                    }
-                    *ended = item.is_err();
-                    std::future::ready(Some(item))
-                });
+            let events = if raw {
+                let res = within(limit, "watch", send(&client, req?)).await??;
+                let content_type = content_type(&res);
+                let body = res.into_body().into_data_stream();
+                watch_events::<K>(&content_type, body)
+            } else {
+                let body = within(limit, "watch", client.request_stream(req?))
+                    .await?
+                    .map_err(error::from_kube)?;
+                json_events::<K>(body).boxed()
+            };
+            let events = events.scan(false, |ended, item| {
+                // The first error item is the last item: nothing after a bad line or frame,
+                // or a broken stream, is delivered (it would be delivered out of context).
+                if *ended {
+                    return std::future::ready(None);
+                }
+                *ended = item.is_err();
+                std::future::ready(Some(item))
+            });
             let stream: WatchStream<K> = match deadline {
                 Some(d) => events.take_until(tokio::time::sleep(d)).boxed(),
                 None => events.boxed(),
             };
             Ok(stream)
         }
+    }
+}
+
+/// The events of a JSON watch body, one per line.
+fn json_events<K>(
+    body: impl futures::AsyncBufRead + Send + 'static,
+) -> impl futures::Stream<Item = Result<WatchEvent<K>, ListWatchError>> + Send
+where
+    K: DeserializeOwned + Send + Sync + 'static,
+{
+    Box::pin(body)
+        .lines()
+        .into_stream()
+        .take_while(|line| {
+            // A broken-off chunk at the end is a resumable close, as kube treats it.
+            let end = matches!(line, Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof);
+            std::future::ready(!end)
+        })
+        .filter_map(|line| {
+            std::future::ready(match line {
+                Ok(line) => decode::decode_watch_line::<K>(&line),
+                Err(e) => Some(Err(error::from_io(&e))),
+            })
+        })
+}
+
+/// Sends a request whose response is read by its content type; error statuses (JSON or
+/// protobuf `Status` bodies) become errors, as kube's own requests do.
+async fn send(
+    client: &Client,
+    req: http::Request<Vec<u8>>,
+) -> Result<http::Response<::kube::client::Body>, ListWatchError> {
+    let res = client
+        .send(req.map(::kube::client::Body::from))
+        .await
+        .map_err(error::from_kube)?;
+    let code = res.status();
+    if !(code.is_client_error() || code.is_server_error()) {
+        return Ok(res);
+    }
+    let content_type = content_type(&res);
+    let body = res
+        .into_body()
+        .collect_bytes()
+        .await
+        .map_err(error::from_kube)?;
+    let status = status_body(&content_type, &body).unwrap_or_else(|| {
+        let text = String::from_utf8_lossy(&body);
+        kube_core::Status::failure(text.trim(), "Failed to parse error data")
+            .with_code(code.as_u16())
+    });
+    Err(error::from_kube(::kube::Error::Api(status.boxed())))
+}
+
+/// An error response's `Status`, JSON or protobuf.
+fn status_body(content_type: &str, body: &[u8]) -> Option<kube_core::Status> {
+    #[cfg(feature = "protobuf")]
+    if protobuf::is_protobuf(content_type) {
+        return protobuf::decode_status(body);
+    }
+    let _ = content_type;
+    serde_json::from_slice(body).ok()
+}
+
+fn content_type<B>(res: &http::Response<B>) -> String {
+    res.headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Decodes a list body by its content type.
+fn decode_list_as<K: DeserializeOwned>(
+    content_type: &str,
+    body: &[u8],
+) -> Result<ObjectList<K>, ListWatchError> {
+    #[cfg(feature = "protobuf")]
+    if protobuf::is_protobuf(content_type) {
+        return protobuf::decode_list::<K>(body);
+    }
+    let _ = content_type;
+    let text = std::str::from_utf8(body).map_err(|e| {
+        ListWatchError::Decode(DecodeError::new(format!("list response is not UTF-8: {e}")))
+    })?;
+    decode::decode_list::<K>(text)
+}
+
+/// The events of a watch body, by its content type.
+fn watch_events<K>(
+    content_type: &str,
+    body: impl futures::Stream<Item = Result<bytes::Bytes, ::kube::Error>> + Send + Unpin + 'static,
+) -> futures::stream::BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>
+where
+    K: DeserializeOwned + Send + Sync + 'static,
+{
+    #[cfg(feature = "protobuf")]
+    if protobuf::is_protobuf(content_type) {
+        return protobuf::events::<K, _, _>(body.map_err(KubeReadError)).boxed();
+    }
+    let _ = content_type;
+    let reader = body.map_err(std::io::Error::other).into_async_read();
+    json_events::<K>(reader).boxed()
+}
+
+/// A read error of a watch body.
+struct KubeReadError(::kube::Error);
+
+impl From<KubeReadError> for ListWatchError {
+    fn from(e: KubeReadError) -> Self {
+        error::from_kube(e.0)
     }
 }
 

@@ -45,6 +45,14 @@ pub fn full_decodes() -> u64 {
     FULL_DECODES.load(Ordering::Relaxed)
 }
 
+/// True if `T` is a `Lazy<_>`: its body is JSON, so a lister-watcher must ask for JSON even for
+/// built-in kinds (until protobuf bodies are kept as they arrive too).
+pub(crate) fn is_lazy<T: ?Sized>() -> bool {
+    let unit = std::any::type_name::<Lazy<()>>();
+    let prefix = unit.strip_suffix("()>").unwrap_or(unit);
+    std::any::type_name::<T>().starts_with(prefix)
+}
+
 /// An object whose metadata is parsed and whose body stays JSON until it is read.
 ///
 /// Implements [`Resource`] with `K`'s kind, group, version and scope, so it goes wherever

@@ -140,3 +140,10 @@ fn a_compact_indexer_of_lazy_objects_indexes_by_metadata_and_never_fully_decodes
     assert_eq!(up.old.unwrap().meta().labels.as_ref().unwrap()["app"], "a0");
     assert_eq!(indexer.by_index("app", "a2").unwrap().len(), 11);
 }
+
+#[test]
+fn lazy_types_are_recognised_for_the_wire_choice() {
+    assert!(super::is_lazy::<Lazy<Pod>>());
+    assert!(!super::is_lazy::<Pod>());
+    assert!(!super::is_lazy::<Vec<Lazy<Pod>>>());
+}

@@ -1,0 +1,113 @@
+//! The Kubernetes protobuf envelope: the magic `k8s\0`, then a `runtime.Unknown` holding the
+//! object's `apiVersion` and `kind` (`typeMeta`, field 1) and its message bytes (`raw`, 2).
+
+use crate::error::Error;
+use crate::kinds;
+use crate::schema::{MessageId, Schema};
+use crate::wire::{self, Reader, Value};
+
+/// The four bytes every enveloped Kubernetes protobuf object starts with.
+pub const MAGIC: [u8; 4] = *b"k8s\0";
+
+/// A parsed envelope, borrowing from the bytes.
+///
+/// ```
+/// use kinformer_protobuf::Envelope;
+///
+/// let bytes = Envelope::encode("v1", "ConfigMap", b"");
+/// let env = Envelope::parse(&bytes).unwrap();
+/// assert_eq!((env.api_version, env.kind, env.raw), ("v1", "ConfigMap", &b""[..]));
+/// assert!(Envelope::parse(b"{}").is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Envelope<'a> {
+    /// `typeMeta.apiVersion`, e.g. `apps/v1`.
+    pub api_version: &'a str,
+    /// `typeMeta.kind`, e.g. `Deployment`.
+    pub kind: &'a str,
+    /// The object's message bytes.
+    pub raw: &'a [u8],
+    /// `contentEncoding`: empty (the identity) in everything Kubernetes sends.
+    pub content_encoding: &'a str,
+    /// `contentType`: empty, or the protobuf content type.
+    pub content_type: &'a str,
+}
+
+fn text(v: Value<'_>) -> Result<&str, Error> {
+    match v {
+        Value::Bytes(b) => std::str::from_utf8(b)
+            .map_err(|e| Error::Invalid(format!("envelope string is not UTF-8: {e}"))),
+        _ => Err(Error::Invalid(
+            "envelope string field of the wrong wire type".into(),
+        )),
+    }
+}
+
+impl<'a> Envelope<'a> {
+    /// Parses `k8s\0` + `runtime.Unknown`.
+    ///
+    /// # Errors
+    /// [`Error::MissingMagic`] without the prefix; [`Error::Invalid`] or
+    /// [`Error::Truncated`] for malformed bytes.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, Error> {
+        let body = bytes.strip_prefix(&MAGIC[..]).ok_or(Error::MissingMagic)?;
+        let mut env = Envelope {
+            api_version: "",
+            kind: "",
+            raw: &[],
+            content_encoding: "",
+            content_type: "",
+        };
+        let mut r = Reader::new(body);
+        while !r.is_empty() {
+            match r.field()? {
+                (1, Value::Bytes(type_meta)) => {
+                    let mut t = Reader::new(type_meta);
+                    while !t.is_empty() {
+                        match t.field()? {
+                            (1, v) => env.api_version = text(v)?,
+                            (2, v) => env.kind = text(v)?,
+                            _ => {}
+                        }
+                    }
+                }
+                (2, Value::Bytes(raw)) => env.raw = raw,
+                (3, v) => env.content_encoding = text(v)?,
+                (4, v) => env.content_type = text(v)?,
+                (1 | 2, _) => {
+                    return Err(Error::Invalid(
+                        "envelope field of the wrong wire type".into(),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(env)
+    }
+
+    /// The envelope around `raw`, an object of `api_version` and `kind`.
+    pub fn encode(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+        let mut type_meta = Vec::with_capacity(api_version.len() + kind.len() + 4);
+        wire::put_bytes(&mut type_meta, 1, api_version.as_bytes());
+        wire::put_bytes(&mut type_meta, 2, kind.as_bytes());
+        let mut out = Vec::with_capacity(raw.len() + type_meta.len() + 16);
+        out.extend_from_slice(&MAGIC);
+        wire::put_bytes(&mut out, 1, &type_meta);
+        wire::put_bytes(&mut out, 2, raw);
+        // contentEncoding and contentType, empty, as Kubernetes writes them.
+        wire::put_bytes(&mut out, 3, b"");
+        wire::put_bytes(&mut out, 4, b"");
+        out
+    }
+
+    /// The schema message of this envelope's kind.
+    pub(crate) fn message_id(&self, schema: &Schema) -> Result<MessageId, Error> {
+        if !self.content_encoding.is_empty() {
+            return Err(Error::ContentEncoding(self.content_encoding.to_owned()));
+        }
+        kinds::message_for(schema, self.api_version, self.kind).ok_or_else(|| Error::UnknownKind {
+            api_version: self.api_version.to_owned(),
+            kind: self.kind.to_owned(),
+        })
+    }
+}

@@ -1,0 +1,248 @@
+//! Lists (`PodList`, ...): the list metadata, then each item decoded on its own, so that one
+//! undecodable item does not fail the list.
+
+use serde::{Deserialize, Serialize};
+
+use crate::de;
+use crate::envelope::Envelope;
+use crate::error::Error;
+use crate::kinds;
+use crate::schema::{MessageId, Schema, Ty};
+use crate::ser;
+use crate::wire;
+use crate::wire::{Reader, Value};
+
+/// A list's `metadata` (`meta.v1.ListMeta`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListMeta {
+    /// The list's resourceVersion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    /// The token for the next page, if any.
+    #[serde(default, rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_: Option<String>,
+    /// How many items the next pages hold, when the server knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remaining_item_count: Option<i64>,
+}
+
+/// Builds an enveloped list item by item (a server's list response).
+///
+/// ```
+/// use kinformer_protobuf::{List, ListBuilder, ListMeta};
+/// use serde_json::json;
+///
+/// let meta = ListMeta { resource_version: Some("9".into()), ..ListMeta::default() };
+/// let mut list = ListBuilder::new("v1", "PodList", &meta).unwrap();
+/// list.push(&json!({"metadata": {"name": "a"}})).unwrap();
+/// let bytes = list.finish();
+/// let parsed = List::parse(&bytes).unwrap();
+/// assert_eq!((parsed.kind(), parsed.len()), ("PodList", 1));
+/// ```
+#[derive(Debug)]
+pub struct ListBuilder {
+    schema: &'static Schema,
+    api_version: String,
+    kind: String,
+    item: MessageId,
+    items_number: u32,
+    buf: Vec<u8>,
+}
+
+impl ListBuilder {
+    /// A list of kind `kind` (e.g. `PodList`) with `metadata`.
+    ///
+    /// # Errors
+    /// When the kind is not a known list.
+    pub fn new(api_version: &str, kind: &str, metadata: &ListMeta) -> Result<Self, Error> {
+        let schema = Schema::get()?;
+        let id =
+            kinds::message_for(schema, api_version, kind).ok_or_else(|| Error::UnknownKind {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+            })?;
+        let desc = schema.message(id);
+        let (items, meta) = (desc.field_named("items"), desc.field(1));
+        let (Some(items), Some(meta)) = (items, meta) else {
+            return Err(Error::Custom(format!("{} is not a list", desc.name)));
+        };
+        let (Ty::Message(item), Ty::Message(meta_id)) = (items.ty, meta.ty) else {
+            return Err(Error::Custom(format!(
+                "{} is not a list of objects",
+                desc.name
+            )));
+        };
+        let mut buf = Vec::new();
+        let meta_bytes = ser::to_message(schema, meta_id, metadata)?;
+        wire::put_bytes(&mut buf, 1, &meta_bytes);
+        Ok(Self {
+            schema,
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            item,
+            items_number: items.number,
+            buf,
+        })
+    }
+
+    /// Appends an item (its `apiVersion` and `kind`, if any, are not encoded).
+    ///
+    /// # Errors
+    /// When the item does not fit the item message; the list is unchanged then.
+    pub fn push<T: Serialize + ?Sized>(&mut self, item: &T) -> Result<(), Error> {
+        let bytes = ser::to_message(self.schema, self.item, item)?;
+        wire::put_bytes(&mut self.buf, self.items_number, &bytes);
+        Ok(())
+    }
+
+    /// The enveloped list.
+    pub fn finish(self) -> Vec<u8> {
+        Envelope::encode(&self.api_version, &self.kind, &self.buf)
+    }
+}
+
+/// A parsed list: its metadata, and its items still as bytes.
+///
+/// ```
+/// use kinformer_protobuf::{List, to_vec};
+/// use serde_json::json;
+///
+/// let bytes = to_vec(
+///     &json!({"metadata": {"resourceVersion": "7"},
+///             "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}),
+///     "v1",
+///     "ConfigMapList",
+/// )
+/// .unwrap();
+/// let list = List::parse(&bytes).unwrap();
+/// assert_eq!(list.metadata().resource_version.as_deref(), Some("7"));
+/// let names: Vec<_> = list.items().map(|i| i.name().unwrap_or_default()).collect();
+/// assert_eq!(names, ["a", "b"]);
+/// let first: serde_json::Value = list.items().next().unwrap().decode().unwrap();
+/// assert_eq!(first, json!({"metadata": {"name": "a"}}));
+/// ```
+#[derive(Debug, Clone)]
+pub struct List<'a> {
+    envelope: Envelope<'a>,
+    metadata: ListMeta,
+    schema: &'static Schema,
+    item: MessageId,
+    items: Vec<&'a [u8]>,
+}
+
+impl<'a> List<'a> {
+    /// Parses an enveloped list.
+    ///
+    /// # Errors
+    /// When the bytes are not an enveloped list of a known kind, or its metadata is invalid.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, Error> {
+        let schema = Schema::get()?;
+        let envelope = Envelope::parse(bytes)?;
+        let id = envelope.message_id(schema)?;
+        let desc = schema.message(id);
+        let items_field = desc
+            .field_named("items")
+            .filter(|f| f.repeated)
+            .ok_or_else(|| Error::Custom(format!("{} is not a list", desc.name)))?;
+        let Ty::Message(item) = items_field.ty else {
+            return Err(Error::Custom(format!(
+                "{} is not a list of objects",
+                desc.name
+            )));
+        };
+        let mut metadata = ListMeta::default();
+        let mut items = Vec::new();
+        let mut r = Reader::new(envelope.raw);
+        while !r.is_empty() {
+            match r.field()? {
+                (n, Value::Bytes(b)) if n == items_field.number => items.push(b),
+                (1, Value::Bytes(b)) => {
+                    let meta_id = match desc.field(1).map(|f| f.ty) {
+                        Some(Ty::Message(m)) => m,
+                        _ => {
+                            return Err(Error::Custom(format!(
+                                "{} has no list metadata",
+                                desc.name
+                            )));
+                        }
+                    };
+                    metadata = de::from_message(schema, meta_id, b, None)?;
+                }
+                (n, _) if n == items_field.number || n == 1 => {
+                    return Err(Error::Invalid("list field of the wrong wire type".into()));
+                }
+                _ => {}
+            }
+        }
+        Ok(List {
+            envelope,
+            metadata,
+            schema,
+            item,
+            items,
+        })
+    }
+
+    /// The list's `apiVersion`.
+    pub fn api_version(&self) -> &'a str {
+        self.envelope.api_version
+    }
+
+    /// The list's `kind`, e.g. `PodList`.
+    pub fn kind(&self) -> &'a str {
+        self.envelope.kind
+    }
+
+    /// The list's metadata.
+    pub fn metadata(&self) -> &ListMeta {
+        &self.metadata
+    }
+
+    /// The number of items.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// True if the list has no items.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The items, in order.
+    pub fn items(&self) -> impl ExactSizeIterator<Item = Item<'a>> + '_ {
+        self.items.iter().map(|bytes| Item {
+            schema: self.schema,
+            id: self.item,
+            bytes,
+        })
+    }
+}
+
+/// One item of a [`List`], not decoded yet.
+#[derive(Debug, Clone, Copy)]
+pub struct Item<'a> {
+    schema: &'static Schema,
+    id: MessageId,
+    bytes: &'a [u8],
+}
+
+impl<'a> Item<'a> {
+    /// Decodes the item (without `apiVersion` and `kind`: list items carry none on the wire).
+    ///
+    /// # Errors
+    /// When the item does not decode as `T`.
+    pub fn decode<T: Deserialize<'a>>(&self) -> Result<T, Error> {
+        de::from_message(self.schema, self.id, self.bytes, None)
+    }
+
+    /// The item's message bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// `metadata.name`, read without decoding the item (for naming it in an error).
+    pub fn name(&self) -> Option<&'a str> {
+        crate::meta::object_name(self.bytes)
+    }
+}

@@ -1,0 +1,64 @@
+//! The wire format a [`KubeListerWatcher`](super::KubeListerWatcher) asks for.
+
+/// `Accept` for protobuf with JSON as the fallback, as client-go sends for built-in types.
+pub(crate) const PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
+
+/// Which encoding lists and watches ask the API server for.
+///
+/// Whatever is asked, the response's `Content-Type` decides how it is decoded, so a server
+/// that answers JSON to a protobuf request is read all the same.
+///
+/// ```
+/// use kinformer::kube::Wire;
+///
+/// assert_eq!(Wire::default(), Wire::Protobuf);
+/// assert_eq!("json".parse::<Wire>(), Ok(Wire::Json));
+/// assert!("yaml".parse::<Wire>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Wire {
+    /// JSON for everything.
+    Json,
+    /// Kubernetes protobuf for built-in kinds (the core group and the other Kubernetes API
+    /// groups), as Kubernetes' own controllers do; JSON for custom resources and
+    /// metadata-only lists (the default). Without the `protobuf` feature, JSON.
+    #[default]
+    Protobuf,
+}
+
+impl std::str::FromStr for Wire {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "json" => Ok(Wire::Json),
+            "protobuf" => Ok(Wire::Protobuf),
+            other => Err(format!("unknown wire format {other:?} (json or protobuf)")),
+        }
+    }
+}
+
+/// True if a resource URL path belongs to a built-in API group.
+pub(crate) fn is_builtin_url(url_path: &str) -> bool {
+    let mut segments = url_path.split('/').filter(|s| !s.is_empty());
+    match (segments.next(), segments.next()) {
+        (Some("api"), _) => true,
+        #[cfg(feature = "protobuf")]
+        (Some("apis"), Some(group)) => kinformer_protobuf::is_builtin_group(group),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_groups_are_recognised_from_the_url() {
+        assert!(is_builtin_url("/api/v1/namespaces/ns/pods"));
+        #[cfg(feature = "protobuf")]
+        assert!(is_builtin_url("/apis/apps/v1/deployments"));
+        assert!(!is_builtin_url("/apis/example.com/v1/widgets"));
+        assert!(!is_builtin_url("/apis/apps.example.com/v1/widgets"));
+    }
+}

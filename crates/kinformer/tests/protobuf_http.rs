@@ -1,0 +1,179 @@
+//! Protobuf on the wire, end to end: an informer over `KubeListerWatcher` in its default
+//! configuration lists and watches pods from the embedded API server in Kubernetes protobuf
+//! (the responses' content types are recorded by a layer in the client) and converges to the
+//! server's state; with `Wire::Json` it talks JSON.
+
+#![cfg(feature = "protobuf")]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] functions
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kinformer::cache::{HasSynced, InformerOptions, SharedIndexInformer};
+use kinformer::kube::{KubeListerWatcher, Wire};
+use kinformer_apiserver::{ApiServer, ServerConfig, TestServer};
+use kube::{Api, Client};
+use parking_lot::Mutex;
+use serde_json::json;
+use support::{Tracker, cache_pods, server_pods, small_pod, wait_converged};
+use tokio::time::timeout;
+use tokio_util::sync::CancellationToken;
+
+/// A client that records the `Content-Type` of every response.
+fn recording_client(server: &ApiServer) -> (Client, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut config = server.kube_config().unwrap();
+    config.default_retry = false;
+    let recorded = Arc::clone(&seen);
+    let client = kube::client::ClientBuilder::try_from(config)
+        .unwrap()
+        .with_layer(&tower::util::MapResponseLayer::new(
+            move |res: http::Response<_>| {
+                let ct = res
+                    .headers()
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                recorded.lock().push(ct);
+                res
+            },
+        ))
+        .build();
+    (client, seen)
+}
+
+async fn converge_through_changes(wire: Wire, watch_list: bool) -> Vec<String> {
+    let server = TestServer::start_with(ServerConfig::for_tests())
+        .await
+        .unwrap();
+    let store = server.store();
+    let ns = "wire";
+    for i in 0..120 {
+        store
+            .create("pods", ns, small_pod(ns, &format!("p{i}"), 0))
+            .unwrap();
+    }
+    let (client, seen) = recording_client(&server);
+    let lw = KubeListerWatcher::new(Api::<Pod>::namespaced(client, ns)).with_wire(wire);
+    assert_eq!(lw.asks_for_protobuf(), wire == Wire::Protobuf);
+    let informer = SharedIndexInformer::new(
+        lw,
+        InformerOptions::new(ns)
+            .with_watch_list(watch_list)
+            .with_page_size(50),
+    );
+    let tracker = Arc::new(Tracker::default());
+    informer.add_event_handler(Arc::clone(&tracker)).unwrap();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, cancel) = (informer.clone(), cancel.clone());
+        async move { informer.run(cancel).await.unwrap() }
+    });
+    timeout(Duration::from_secs(20), informer.wait_synced())
+        .await
+        .expect("synced");
+    assert_eq!(
+        cache_pods(&informer.get_indexer()),
+        server_pods(&server, Some(ns))
+    );
+    // Changes arrive through the watch: updates (with zero-valued and unicode fields),
+    // creates and deletes.
+    for i in 0..40 {
+        let name = format!("p{i}");
+        let patch = json!({"metadata": {"labels": {"gen": "1", "emoji": "✓"}},
+                           "spec": {"terminationGracePeriodSeconds": 0}});
+        store.patch("pods", ns, &name, &patch).unwrap();
+    }
+    for i in 40..60 {
+        store.delete("pods", ns, &format!("p{i}")).unwrap();
+    }
+    for i in 200..220 {
+        store
+            .create("pods", ns, small_pod(ns, &format!("p{i}"), 2))
+            .unwrap();
+    }
+    wait_converged(
+        &server,
+        Some(ns),
+        &informer.get_indexer(),
+        &tracker,
+        Duration::from_secs(20),
+    )
+    .await
+    .unwrap();
+    let cached = informer
+        .get_indexer()
+        .get_by_key(&format!("{ns}/p3"))
+        .unwrap();
+    let spec = cached.spec.as_ref().unwrap();
+    assert_eq!(spec.termination_grace_period_seconds, Some(0));
+    assert_eq!(
+        cached
+            .metadata
+            .labels
+            .as_ref()
+            .unwrap()
+            .get("emoji")
+            .map(String::as_str),
+        Some("✓")
+    );
+    assert!(tracker.state.lock().violations.is_empty());
+    cancel.cancel();
+    timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap();
+    seen.lock().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_informer_lists_and_watches_pods_in_protobuf_by_default() {
+    assert_eq!(Wire::default(), Wire::Protobuf);
+    let seen = converge_through_changes(Wire::default(), false).await;
+    // Paged lists (120 pods by 50), then at least one watch; every response protobuf.
+    assert!(
+        seen.iter()
+            .filter(|ct| *ct == kinformer_protobuf::CONTENT_TYPE)
+            .count()
+            >= 3,
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|ct| ct == kinformer_protobuf::WATCH_CONTENT_TYPE),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .all(|ct| ct.starts_with(kinformer_protobuf::CONTENT_TYPE)),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_list_sync_in_protobuf() {
+    let seen = converge_through_changes(Wire::Protobuf, true).await;
+    assert!(
+        seen.iter()
+            .any(|ct| ct == kinformer_protobuf::WATCH_CONTENT_TYPE),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .all(|ct| ct.starts_with(kinformer_protobuf::CONTENT_TYPE)),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_when_asked() {
+    let seen = converge_through_changes(Wire::Json, false).await;
+    assert!(
+        !seen.is_empty() && seen.iter().all(|ct| ct == "application/json"),
+        "{seen:?}"
+    );
+}
