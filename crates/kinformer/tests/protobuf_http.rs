@@ -80,11 +80,12 @@ async fn converge_through_changes(wire: Wire, watch_list: bool) -> Vec<String> {
         cache_pods(&informer.get_indexer()),
         server_pods(&server, Some(ns))
     );
-    // Changes arrive through the watch: updates (with zero-valued and unicode fields),
+    // Changes arrive through the watch: updates (with zero-valued and unicode fields; label
+    // values must be valid label values, so the unicode goes into an annotation),
     // creates and deletes.
     for i in 0..40 {
         let name = format!("p{i}");
-        let patch = json!({"metadata": {"labels": {"gen": "1", "emoji": "✓"}},
+        let patch = json!({"metadata": {"labels": {"gen": "1"}, "annotations": {"emoji": "✓"}},
                            "spec": {"terminationGracePeriodSeconds": 0}});
         store.patch("pods", ns, &name, &patch).unwrap();
     }
@@ -114,7 +115,7 @@ async fn converge_through_changes(wire: Wire, watch_list: bool) -> Vec<String> {
     assert_eq!(
         cached
             .metadata
-            .labels
+            .annotations
             .as_ref()
             .unwrap()
             .get("emoji")
