@@ -90,15 +90,26 @@ pub async fn wait_for_cache_sync_timeout(
     timeout: Duration,
     sources: &[&dyn HasSynced],
 ) -> Result<(), CacheSyncTimeout> {
-    let all = join_all(sources.iter().map(|s| s.wait_synced()));
+    let named = sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (format!("#{i}"), *s))
+        .collect();
+    wait_named_for_cache_sync(timeout, named).await
+}
+
+/// [`wait_for_cache_sync_timeout`] over named sources (the factory names its informers).
+pub(crate) async fn wait_named_for_cache_sync(
+    timeout: Duration,
+    sources: Vec<(String, &dyn HasSynced)>,
+) -> Result<(), CacheSyncTimeout> {
+    let all = join_all(sources.iter().map(|(_, s)| s.wait_synced()));
     if tokio::time::timeout(timeout, all).await.is_ok() {
         return Ok(());
     }
     let unsynced = sources
-        .iter()
-        .enumerate()
+        .into_iter()
         .filter(|(_, s)| !s.has_synced())
-        .map(|(i, s)| (format!("#{i}"), *s))
         .collect();
     Err(CacheSyncTimeout::new(timeout, unsynced))
 }

@@ -22,6 +22,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::cache_sync::wait_named_for_cache_sync;
 use super::{
     CacheSyncTimeout, HasSynced, InformerError, InformerOptions, Selectors, SharedIndexInformer,
     Storage,
@@ -311,14 +312,7 @@ impl SharedInformerFactory {
     /// # Cancel safety
     /// Cancel-safe: it only waits.
     pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> BTreeMap<String, bool> {
-        let started: Vec<(String, Box<dyn ErasedInformer>)> = {
-            let st = self.state.lock();
-            st.informers
-                .values()
-                .filter(|e| e.started)
-                .map(|e| (e.name.clone(), e.runner.clone_erased()))
-                .collect()
-        };
+        let started = self.started_informers();
         let mut out = BTreeMap::new();
         for (name, informer) in started {
             if !cancel.is_cancelled() {
@@ -347,27 +341,25 @@ impl SharedInformerFactory {
         &self,
         timeout: Duration,
     ) -> Result<(), CacheSyncTimeout> {
-        let started: Vec<(String, Box<dyn ErasedInformer>)> = {
-            let st = self.state.lock();
-            st.informers
-                .values()
-                .filter(|e| e.started)
-                .map(|e| (e.name.clone(), e.runner.clone_erased()))
-                .collect()
-        };
-        let all = futures::future::join_all(started.iter().map(|(_, i)| i.wait_synced()));
-        if tokio::time::timeout(timeout, all).await.is_ok() {
-            return Ok(());
-        }
-        let unsynced = started
+        let started = self.started_informers();
+        let named = started
             .iter()
-            .filter(|(_, i)| !i.has_synced())
             .map(|(n, i)| {
                 let informer: &dyn ErasedInformer = i.as_ref();
                 (n.clone(), informer as &dyn HasSynced)
             })
             .collect();
-        Err(CacheSyncTimeout::new(timeout, unsynced))
+        wait_named_for_cache_sync(timeout, named).await
+    }
+
+    /// The informers started so far, with their names.
+    fn started_informers(&self) -> Vec<(String, Box<dyn ErasedInformer>)> {
+        let st = self.state.lock();
+        st.informers
+            .values()
+            .filter(|e| e.started)
+            .map(|e| (e.name.clone(), e.runner.clone_erased()))
+            .collect()
     }
 
     /// Stops every informer and waits until all of them (and their tasks) have ended.
