@@ -6,7 +6,8 @@
 //! checked where a property is cheap to state.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kinformer::cache::{ListWatchError, Selector, WatchEvent};
+use kinformer::cache::Selector;
+use kinformer::cache::listwatch::{ListWatchError, WatchEvent};
 use kinformer::kube::{decode_list, decode_watch_line};
 use kinformer_apiserver::query::{Query, percent_decode};
 use kinformer_apiserver::selector::{FieldSelector, LabelSelector};

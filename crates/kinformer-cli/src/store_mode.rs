@@ -1,6 +1,7 @@
 //! `--store typed|compact`: how the CLI's informers keep their objects.
 
-use kinformer::cache::{CompactOptions, Storage};
+use kinformer::cache::Storage;
+use kinformer::cache::store::CompactOptions;
 use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;

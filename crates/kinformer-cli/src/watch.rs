@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use kinformer::cache::{
-    DeletedObject, IndexFunc, Indexers, NAMESPACE_INDEX, ResourceEventHandler, Selectors,
-    SharedInformerFactory, label_index_func, namespace_index_func,
+use kinformer::cache::listwatch::Selectors;
+use kinformer::cache::store::{
+    IndexFunc, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };
+use kinformer::cache::{DeletedObject, ResourceEventHandler, SharedInformerFactory};
 use kube::core::{ApiResource, DynamicObject};
 use kube::discovery::{Discovery, Scope};
 use tokio::sync::mpsc;

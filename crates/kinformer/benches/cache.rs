@@ -10,10 +10,8 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
-use kinformer::cache::{
-    DeltaFifo, Indexer, NAMESPACE_INDEX, RealFifo, ReflectorSink, label_index_func,
-    namespace_index_func,
-};
+use kinformer::cache::fifo::{DeltaFifo, RealFifo, ReflectorSink};
+use kinformer::cache::store::{Indexer, NAMESPACE_INDEX, label_index_func, namespace_index_func};
 
 fn pod(i: usize) -> Arc<Pod> {
     let mut p = Pod::default();

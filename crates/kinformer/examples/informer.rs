@@ -8,9 +8,10 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use kinformer::cache::testing::FakeListerWatcher;
 use kinformer::cache::{
-    DeletedObject, FakeListerWatcher, HasSynced, InformerOptions, ResourceEventHandlerFuncs,
-    Selector, SharedIndexInformer,
+    DeletedObject, HasSynced, InformerOptions, ResourceEventHandlerFuncs, Selector,
+    SharedIndexInformer,
 };
 use kube_core::ObjectMeta;
 use tokio_util::sync::CancellationToken;

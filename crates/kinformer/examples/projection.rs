@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kinformer::cache::{Indexer, Lister, NAMESPACE_INDEX, Selector, namespace_index_func};
+use kinformer::cache::store::{Indexer, NAMESPACE_INDEX, namespace_index_func};
+use kinformer::cache::{Lister, Selector};
 use serde::{Deserialize, Serialize};
 
 /// The slice of a pod a scheduling-aware controller reads.

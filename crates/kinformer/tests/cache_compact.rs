@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-use kinformer::cache::{
-    CompactOptions, Delta, Format, Indexer, IndexerError, Indexers, NAMESPACE_INDEX, Notification,
-    label_index_func, meta_namespace_key, namespace_index_func, process_deltas,
-    strip_managed_fields_transform,
+use kinformer::cache::fifo::Delta;
+use kinformer::cache::store::{
+    CompactOptions, Format, Indexer, IndexerError, Indexers, NAMESPACE_INDEX, label_index_func,
+    namespace_index_func, strip_managed_fields_transform,
 };
+use kinformer::cache::{Notification, meta_namespace_key, process_deltas};
 use proptest::prelude::*;
 
 fn indexers() -> Indexers<Pod> {

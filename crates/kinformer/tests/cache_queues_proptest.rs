@@ -9,10 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::cache::{
-    CompactOptions, DeltaFifo, Indexer, Notification, Popped, Queue, RealFifo, meta_namespace_key,
-    process_deltas,
-};
+use kinformer::cache::fifo::{DeltaFifo, DeltaQueue, Popped, RealFifo};
+use kinformer::cache::store::{CompactOptions, Indexer};
+use kinformer::cache::{Notification, meta_namespace_key, process_deltas};
 use proptest::prelude::*;
 
 const KEYS: u8 = 6;
@@ -104,7 +103,7 @@ impl Consumer {
 fn run(
     ops: &[Op],
     compact: bool,
-    make: impl FnOnce(Arc<Indexer<ConfigMap>>) -> Arc<dyn Queue<ConfigMap>>,
+    make: impl FnOnce(Arc<Indexer<ConfigMap>>) -> Arc<dyn DeltaQueue<ConfigMap>>,
 ) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -122,7 +121,7 @@ fn run(
     };
     let mut server: HashMap<u8, u64> = HashMap::new();
     let mut rv = 0u64;
-    let pop_one = |queue: &Arc<dyn Queue<ConfigMap>>, consumer: &mut Consumer| {
+    let pop_one = |queue: &Arc<dyn DeltaQueue<ConfigMap>>, consumer: &mut Consumer| {
         let mut got = None;
         rt.block_on(queue.pop(&mut |p| got = Some(p))).unwrap();
         if let Some(p) = got {

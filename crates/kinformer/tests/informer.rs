@@ -10,10 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use kinformer::cache::reflector::ReflectorError;
+use kinformer::cache::store::{CompactOptions, label_index_func};
+use kinformer::cache::testing::FakeListerWatcher;
 use kinformer::cache::{
-    CompactOptions, DeletedObject, FakeListerWatcher, HasSynced, InformerError, InformerOptions,
-    QueueKind, ReflectorError, ResourceEventHandler, SharedIndexInformer, Storage,
-    label_index_func,
+    DeletedObject, HasSynced, InformerError, InformerOptions, QueueKind, ResourceEventHandler,
+    SharedIndexInformer, Storage,
 };
 use kube_core::ObjectMeta;
 use parking_lot::Mutex;
@@ -511,7 +513,9 @@ async fn transform_and_watch_error_handler_are_set_before_the_start_only() {
         lw.add(cm("a")).unwrap();
         // The first watch-list fails to start (the reflector reports it and falls back to
         // list + watch).
-        lw.push_watch_error(kinformer::cache::ApiStatus::internal_error("boom"));
+        lw.push_watch_error(kinformer::cache::listwatch::ApiStatus::internal_error(
+            "boom",
+        ));
         let inf = informer(&lw, kind, Duration::ZERO);
         inf.set_transform(Arc::new(|o: Arc<ConfigMap>| {
             let mut c = (*o).clone();

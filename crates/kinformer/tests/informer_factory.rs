@@ -6,10 +6,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kinformer::cache::listwatch::{
+    ListOptions, ListWatchError, ListerWatcher, ObjectList, WatchOptions, WatchStream,
+};
+use kinformer::cache::testing::FakeListerWatcher;
 use kinformer::cache::{
-    FakeListerWatcher, HasSynced, ListOptions, ListWatchError, ListerWatcher, ObjectList,
-    SharedIndexInformer, SharedInformerFactory, WatchOptions, WatchStream,
-    wait_for_cache_sync_timeout,
+    HasSynced, SharedIndexInformer, SharedInformerFactory, wait_for_cache_sync_timeout,
 };
 use kube_core::ObjectMeta;
 use tokio_util::sync::CancellationToken;
@@ -136,7 +138,8 @@ async fn nothing_starts_after_shutdown() {
 #[cfg(feature = "kube")]
 mod over_kube {
     use k8s_openapi::api::core::v1::{Node, Pod};
-    use kinformer::cache::{FactoryError, Selectors, SharedInformerFactory};
+    use kinformer::cache::listwatch::Selectors;
+    use kinformer::cache::{FactoryError, SharedInformerFactory};
     use kube_core::{ApiResource, GroupVersionKind};
 
     fn client() -> kube::Client {

@@ -23,9 +23,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::cache::store::CompactOptions;
 use kinformer::cache::{
-    CompactOptions, HasSynced, InformerOptions, Lazy, QueueKind, SharedIndexInformer,
-    SharedInformerFactory, Storage,
+    HasSynced, InformerOptions, Lazy, QueueKind, SharedIndexInformer, SharedInformerFactory,
+    Storage,
 };
 use kinformer::kube::KubeListerWatcher;
 use kinformer::wait::{BackoffManager, ExponentialBackoffManager};
@@ -324,7 +325,10 @@ async fn a_bad_line_mid_watch_loses_no_event() {
             .set_watch_error_handler({
                 let errors = Arc::clone(&errors);
                 move |e| {
-                    if matches!(e, kinformer::cache::ReflectorError::WatchUndecodable(_)) {
+                    if matches!(
+                        e,
+                        kinformer::cache::reflector::ReflectorError::WatchUndecodable(_)
+                    ) {
                         errors.fetch_add(1, Ordering::Relaxed);
                     }
                 }

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::cache::store::{CompactOptions, NAMESPACE_INDEX, namespace_index_func};
 use kinformer::cache::{
-    CompactOptions, HasSynced, Lazy, NAMESPACE_INDEX, ResourceEventHandlerFuncs,
-    SharedInformerFactory, Storage, lazy_full_decodes, namespace_index_func,
+    HasSynced, Lazy, ResourceEventHandlerFuncs, SharedInformerFactory, Storage, lazy_full_decodes,
 };
 use kinformer_apiserver::{ServerConfig, TestServer, seed_bench_pods};
 use kube_core::Resource;

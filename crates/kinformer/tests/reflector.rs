@@ -7,12 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use kinformer::cache::CacheError;
+use kinformer::cache::fifo::ReflectorSink;
 use kinformer::cache::listwatch::StatusCause;
-use kinformer::cache::{
-    ApiStatus, Bookmark, CacheError, DecodeError, FakeListerWatcher, ListOptions, ListWatchError,
-    ListerWatcher, ObjectList, Reflector, ReflectorError, ReflectorOptions, ReflectorSink,
-    WatchEvent, WatchOptions, WatchStep, WatchStream,
+use kinformer::cache::listwatch::{
+    ApiStatus, Bookmark, DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList,
+    WatchEvent, WatchOptions, WatchStream,
 };
+use kinformer::cache::reflector::{Reflector, ReflectorError, ReflectorOptions};
+use kinformer::cache::testing::{FakeListerWatcher, WatchStep};
 use kinformer::wait::BackoffManager;
 use kube_core::ObjectMeta;
 use parking_lot::Mutex;
@@ -707,7 +710,7 @@ async fn watch_list_streams_the_initial_state_then_keeps_watching() {
     assert_eq!(calls[0].resource_version, None);
     assert_eq!(
         calls[0].resource_version_match,
-        Some(kinformer::cache::ResourceVersionMatch::NotOlderThan)
+        Some(kinformer::cache::listwatch::ResourceVersionMatch::NotOlderThan)
     );
     assert_eq!(r.reflector.last_sync_resource_version(), "3");
     r.stop().await;
@@ -995,8 +998,11 @@ async fn a_huge_retry_after_is_capped_at_the_backoff_ceiling() {
     );
     eventually("second watch", || lw.watches.lock().len() == 2).await;
     let w = lw.watches.lock().clone();
-    assert_eq!(w[1] - w[0], kinformer::cache::MAX_RETRY_AFTER);
-    assert_eq!(kinformer::cache::MAX_RETRY_AFTER, Duration::from_secs(30));
+    assert_eq!(w[1] - w[0], kinformer::cache::reflector::MAX_RETRY_AFTER);
+    assert_eq!(
+        kinformer::cache::reflector::MAX_RETRY_AFTER,
+        Duration::from_secs(30)
+    );
     r.stop().await;
 }
 

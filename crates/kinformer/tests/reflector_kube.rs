@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::cache::{
-    ListOptions, ListWatchError, ListerWatcher, Reflector, ReflectorOptions, ReflectorSink,
-    WatchEvent, WatchOptions,
+use kinformer::cache::fifo::ReflectorSink;
+use kinformer::cache::listwatch::{
+    ListOptions, ListWatchError, ListerWatcher, WatchEvent, WatchOptions,
 };
+use kinformer::cache::reflector::{Reflector, ReflectorOptions};
 use kinformer::kube::KubeListerWatcher;
 use kube::{Api, Client, Config};
 use parking_lot::Mutex;

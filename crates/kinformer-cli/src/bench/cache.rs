@@ -10,10 +10,12 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kinformer::cache::{
-    CacheError, CompactOptions, DeltaFifo, IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, Queue,
-    RealFifo, label_index_func, namespace_index_func, process_deltas,
+use kinformer::cache::fifo::{DeltaFifo, DeltaQueue, RealFifo};
+use kinformer::cache::store::{
+    CompactOptions, IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, label_index_func,
+    namespace_index_func,
 };
+use kinformer::cache::{CacheError, process_deltas};
 use kube::core::PartialObjectMeta;
 
 use super::alloc::{live_bytes, peak_bytes, reset_peak};
@@ -134,7 +136,7 @@ fn w4_indexer(compact: bool, app_label: &str) -> Result<Indexer<Pod>, String> {
     if compact {
         let mut opts = CompactOptions::default();
         if std::env::var("KINFORMER_COMPACT_FORMAT").is_ok_and(|v| v == "json") {
-            opts = opts.format(kinformer::cache::Format::Json);
+            opts = opts.format(kinformer::cache::store::Format::Json);
         }
         Indexer::compact(indexers, opts).map_err(|e| e.to_string())
     } else {
@@ -161,7 +163,7 @@ fn w4(compact: bool) -> Result<Vec<Row>, String> {
 }
 
 fn w4_rows(compact: bool) -> Result<Vec<Row>, String> {
-    let err = |e: kinformer::cache::IndexerError| e.to_string();
+    let err = |e: kinformer::cache::store::IndexerError| e.to_string();
     let n = W4_PODS;
 
     // Objects only: the pods held in a plain Vec.
@@ -323,7 +325,7 @@ fn timed_gets(indexer: &Indexer<Pod>, keys: &[String]) -> Result<(f64, Option<f6
 
 /// W4R: W4's add phase with realistic pods, typed then compact (`_compact` names).
 fn w4r() -> Result<Vec<Row>, String> {
-    let err = |e: kinformer::cache::IndexerError| e.to_string();
+    let err = |e: kinformer::cache::store::IndexerError| e.to_string();
     let n = W4_PODS;
     let per = |b: usize| b as f64 / n as f64;
     let app_label = "app.kubernetes.io/name";
@@ -487,7 +489,7 @@ fn w4p() -> Result<Vec<Row>, String> {
 
 /// Pops until the queue is closed and drained, applying every batch to `indexer`; returns the
 /// number of pops.
-async fn drain(queue: &dyn Queue<Pod>, indexer: &Indexer<Pod>) -> Result<u64, String> {
+async fn drain(queue: &dyn DeltaQueue<Pod>, indexer: &Indexer<Pod>) -> Result<u64, String> {
     let mut pops = 0u64;
     let mut failed = None;
     loop {
@@ -513,7 +515,7 @@ async fn drain(queue: &dyn Queue<Pod>, indexer: &Indexer<Pod>) -> Result<u64, St
 }
 
 /// Pops exactly until the queue is empty (phase 1: nothing else is writing).
-async fn pop_all(queue: &dyn Queue<Pod>, indexer: &Indexer<Pod>) -> Result<(), String> {
+async fn pop_all(queue: &dyn DeltaQueue<Pod>, indexer: &Indexer<Pod>) -> Result<(), String> {
     while !queue.is_empty() {
         queue
             .pop(&mut |p| {
@@ -527,7 +529,7 @@ async fn pop_all(queue: &dyn Queue<Pod>, indexer: &Indexer<Pod>) -> Result<(), S
 
 fn w5_one(
     rt: &tokio::runtime::Runtime,
-    make: impl Fn(Arc<Indexer<Pod>>) -> Arc<dyn Queue<Pod>>,
+    make: impl Fn(Arc<Indexer<Pod>>) -> Arc<dyn DeltaQueue<Pod>>,
     suffix: &str,
 ) -> Result<Vec<Row>, String> {
     // Phase 1: replace 100,000 pods, pop everything into the indexer.

@@ -41,9 +41,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kinformer::cache::store::CompactOptions;
 use kinformer::cache::{
-    CompactOptions, HasSynced, InformerOptions, Lazy, ResourceEventHandler, SharedIndexInformer,
-    Storage,
+    HasSynced, InformerOptions, Lazy, ResourceEventHandler, SharedIndexInformer, Storage,
 };
 use kinformer::kube::{KubeListerWatcher, Wire};
 use kinformer_apiserver::{ApiServer, ServerConfig, bench_pod_update, seed_bench_pods};

@@ -13,9 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec};
-use kinformer::cache::{
-    FakeListerWatcher, HasSynced, InformerOptions, ResourceEventHandler, SharedIndexInformer,
-};
+use kinformer::cache::testing::FakeListerWatcher;
+use kinformer::cache::{HasSynced, InformerOptions, ResourceEventHandler, SharedIndexInformer};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 

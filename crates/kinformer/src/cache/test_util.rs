@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::{Delta, DeltaType, Notification};
+use crate::cache::fifo::{Delta, DeltaType};
+use crate::cache::processor::Notification;
 
 /// A pod `ns/name` with labels.
 pub(crate) fn pod(ns: &str, name: &str, labels: &[(&str, &str)]) -> Arc<Pod> {

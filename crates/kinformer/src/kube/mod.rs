@@ -3,7 +3,7 @@
 //! [`KubeListerWatcher`] turns the reflector's [`ListOptions`] / [`WatchOptions`] into the
 //! query strings the API server expects and decodes responses object by object, so that one
 //! undecodable object is skipped and reported instead of failing a list. In a watch, an
-//! undecodable line ends the stream with a [`DecodeError`](crate::cache::DecodeError) item:
+//! undecodable line ends the stream with a [`DecodeError`](crate::cache::listwatch::DecodeError) item:
 //! nothing after it is delivered, so no event is skipped (the reflector resumes from its last
 //! synced version).
 //! It works for typed resources (`k8s-openapi`, custom resources), `DynamicObject`, and
@@ -171,7 +171,7 @@ impl<K> KubeListerWatcher<K> {
         cfg!(feature = "protobuf")
             && self.wire == Wire::Protobuf
             && !self.metadata
-            && !crate::cache::lazy::is_lazy::<K>()
+            && !crate::cache::meta::is_lazy::<K>()
             && wire::is_builtin_url(&self.request.url_path)
     }
 

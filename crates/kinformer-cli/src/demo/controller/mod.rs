@@ -26,9 +26,10 @@ use std::time::Duration;
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::cache::store::{IndexFunc, IndexFuncError};
 use kinformer::cache::{
-    DeletedObject, HasSynced, IndexFunc, IndexFuncError, InformerError, ResourceEventHandler,
-    SharedIndexInformer, SharedInformerFactory, meta_namespace_key, split_key, wait_for_cache_sync,
+    DeletedObject, HasSynced, InformerError, ResourceEventHandler, SharedIndexInformer,
+    SharedInformerFactory, meta_namespace_key, split_key, wait_for_cache_sync,
 };
 use kinformer::workqueue::RateLimitingQueue;
 use kube::Api;
@@ -260,7 +261,7 @@ impl ReplicaSetController {
         let rs = inner.replicasets.get_indexer().get_by_key(key);
         let uid = rs.as_ref().and_then(|r| r.metadata.uid.clone());
         let pods = inner.pods.get_indexer();
-        let index_err = |e: kinformer::cache::IndexerError| SyncError::Index(e.to_string());
+        let index_err = |e: kinformer::cache::store::IndexerError| SyncError::Index(e.to_string());
 
         // Pods whose controller is a ReplicaSet of this name but not this one: left over
         // from a deleted ReplicaSet (there is no garbage collector here).

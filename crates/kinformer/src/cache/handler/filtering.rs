@@ -3,8 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::ResourceEventHandler;
-use crate::cache::DeletedObject;
+use crate::cache::handler::ResourceEventHandler;
+use crate::cache::meta::DeletedObject;
 
 /// Wraps a handler so it only sees objects for which `filter` returns true; client-go's
 /// `FilteringResourceEventHandler`.
@@ -94,7 +94,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
-    use crate::cache::{DeletedFinalStateUnknown, ObjectKey};
+    use crate::cache::meta::{DeletedFinalStateUnknown, ObjectKey};
 
     #[derive(Default)]
     struct Recorder(Mutex<Vec<String>>);

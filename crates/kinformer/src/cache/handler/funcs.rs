@@ -3,8 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::ResourceEventHandler;
-use crate::cache::DeletedObject;
+use crate::cache::handler::ResourceEventHandler;
+use crate::cache::meta::DeletedObject;
 
 type AddFn<K> = Box<dyn Fn(&Arc<K>, bool) + Send + Sync>;
 type UpdateFn<K> = Box<dyn Fn(&Arc<K>, &Arc<K>) + Send + Sync>;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::future::{BoxFuture, FutureExt};
 
-use crate::cache::{
+use crate::cache::listwatch::{
     ListOptions, ListWatchError, ListerWatcher, ObjectList, WatchOptions, WatchStream,
 };
 

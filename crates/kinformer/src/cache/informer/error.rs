@@ -1,6 +1,7 @@
 //! Errors of the shared informer.
 
-use crate::cache::{IndexerError, ProcessorError};
+use crate::cache::processor::ProcessorError;
+use crate::cache::store::IndexerError;
 
 /// Why a [`SharedIndexInformer`](super::SharedIndexInformer) refused a request.
 ///

@@ -1,6 +1,6 @@
 //! The shared informer: one list/watch feeding one indexed cache and many event handlers.
 //!
-//! - [`SharedIndexInformer`]: built from a [`ListerWatcher`](crate::cache::ListerWatcher) and
+//! - [`SharedIndexInformer`]: built from a [`ListerWatcher`](crate::cache::listwatch::ListerWatcher) and
 //!   [`InformerOptions`]; runs a reflector into a delta queue ([`QueueKind`]) and a process
 //!   loop that applies deltas to the indexer and fans notifications out to handlers. Its
 //!   documentation states the contract (ordering, consistency, deletes, late handlers).
@@ -9,14 +9,17 @@
 //! - [`InformerError`]: what the informer refuses.
 
 mod boxed_lw;
-mod controller;
 mod error;
+mod factory;
+mod lister;
 mod options;
 mod read_only;
 mod shared_index_informer;
 mod storage;
 
 pub use error::InformerError;
+pub use factory::{FactoryError, SharedInformerFactory};
+pub use lister::{Lister, NamespaceLister};
 pub use options::{BackoffFactory, InformerOptions, QueueKind};
 pub use read_only::ReadOnlyIndexer;
 pub use shared_index_informer::{InformerWatchErrorHandler, SharedIndexInformer};

@@ -4,9 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Storage;
+use crate::cache::informer::Storage;
 use crate::cache::reflector::DEFAULT_MIN_WATCH_TIMEOUT;
-use crate::cache::{Indexers, TransformFunc};
+use crate::cache::store::{Indexers, TransformFunc};
 use crate::wait::BackoffManager;
 
 /// Builds the reflector's backoff manager each time the informer runs.
@@ -15,11 +15,11 @@ pub type BackoffFactory = Arc<dyn Fn() -> Box<dyn BackoffManager> + Send + Sync>
 /// Which delta queue sits between the reflector and the process loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum QueueKind {
-    /// [`RealFifo`](crate::cache::RealFifo) with atomic replace and resync: every delta in
+    /// [`RealFifo`](crate::cache::fifo::RealFifo) with atomic replace and resync: every delta in
     /// arrival order, one `ReplacedAll` per relist (client-go's current default).
     #[default]
     RealFifo,
-    /// [`DeltaFifo`](crate::cache::DeltaFifo): one slot per key with its deltas, relist
+    /// [`DeltaFifo`](crate::cache::fifo::DeltaFifo): one slot per key with its deltas, relist
     /// objects as `Replaced` (client-go's legacy queue).
     DeltaFifo,
 }
@@ -27,13 +27,14 @@ pub enum QueueKind {
 /// How to build a [`SharedIndexInformer`](super::SharedIndexInformer).
 ///
 /// Selectors are not here: they belong to the
-/// [`ListerWatcher`](crate::cache::ListerWatcher) (e.g.
+/// [`ListerWatcher`](crate::cache::listwatch::ListerWatcher) (e.g.
 /// [`KubeListerWatcher::labels`](crate::kube::KubeListerWatcher::labels)).
 ///
 /// ```
 /// use std::time::Duration;
 /// use k8s_openapi::api::core::v1::Pod;
-/// use kinformer::cache::{InformerOptions, NAMESPACE_INDEX, QueueKind, namespace_index_func};
+/// use kinformer::cache::{InformerOptions, QueueKind};
+/// use kinformer::cache::store::{NAMESPACE_INDEX, namespace_index_func};
 ///
 /// let options = InformerOptions::<Pod>::new("pods")
 ///     .with_resync_period(Duration::from_secs(30))
@@ -138,7 +139,11 @@ impl<K> InformerOptions<K> {
 
     /// Adds one index function.
     #[must_use]
-    pub fn with_indexer(mut self, name: impl Into<String>, f: crate::cache::IndexFunc<K>) -> Self {
+    pub fn with_indexer(
+        mut self,
+        name: impl Into<String>,
+        f: crate::cache::store::IndexFunc<K>,
+    ) -> Self {
         self.indexers.insert(name.into(), f);
         self
     }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 
-use crate::cache::{Indexer, IndexerError, ObjectKey};
+use crate::cache::meta::ObjectKey;
+use crate::cache::store::{Indexer, IndexerError};
 
 /// The informer's cache as its users may see it: reads only, the process loop is the one
 /// writer. Cheap to clone. client-go returns the full `Indexer` from `GetIndexer`; writing to

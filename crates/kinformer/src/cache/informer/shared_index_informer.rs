@@ -11,15 +11,19 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::boxed_lw::BoxedListerWatcher;
-use super::controller::{ProcessLoop, SyncingSink};
-use super::{InformerError, InformerOptions, QueueKind, ReadOnlyIndexer};
-use crate::cache::{
-    DeltaFifo, HasSynced, Indexer, Indexers, KnownObjects, Lister, ListerWatcher, Queue, RealFifo,
-    Reflector, ReflectorError, ReflectorOptions, ResourceEventHandler,
-    ResourceEventHandlerRegistration, SharedProcessor, SyncedFlag, TransformFunc,
-    plan_handler_resync,
+use crate::cache::controller::{ProcessLoop, SyncingSink};
+use crate::cache::fifo::{DeltaFifo, DeltaQueue, KnownObjects, RealFifo};
+use crate::cache::handler::ResourceEventHandler;
+use crate::cache::informer::Lister;
+use crate::cache::informer::boxed_lw::BoxedListerWatcher;
+use crate::cache::informer::{InformerError, InformerOptions, QueueKind, ReadOnlyIndexer};
+use crate::cache::listwatch::ListerWatcher;
+use crate::cache::processor::{
+    ResourceEventHandlerRegistration, SharedProcessor, plan_handler_resync,
 };
+use crate::cache::reflector::{Reflector, ReflectorError, ReflectorOptions};
+use crate::cache::store::{Indexer, Indexers, TransformFunc};
+use crate::cache::sync::{HasSynced, SyncedFlag};
 
 /// The watch-error handler type (see [`SharedIndexInformer::set_watch_error_handler`]).
 pub type InformerWatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
@@ -93,9 +97,8 @@ struct Inner<K> {
 /// # tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap().block_on(async {
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kinformer::cache::{
-///     FakeListerWatcher, HasSynced, InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer,
-/// };
+/// use kinformer::cache::testing::FakeListerWatcher;
+/// use kinformer::cache::{HasSynced, InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer};
 /// use kube_core::ObjectMeta;
 /// use tokio_util::sync::CancellationToken;
 ///
@@ -195,7 +198,7 @@ where
     /// As [`new`](Self::new), failing if the storage cannot be set up.
     ///
     /// # Errors
-    /// [`InformerError::Indexer`] with [`IndexerError::Compact`](crate::cache::IndexerError).
+    /// [`InformerError::Indexer`] with [`IndexerError::Compact`](crate::cache::store::IndexerError).
     pub fn try_new(
         lw: impl ListerWatcher<K>,
         options: InformerOptions<K>,
@@ -415,7 +418,7 @@ where
         self.inner.processor.running_tasks()
     }
 
-    fn build_queue(&self, transform: Option<TransformFunc<K>>) -> Arc<dyn Queue<K>> {
+    fn build_queue(&self, transform: Option<TransformFunc<K>>) -> Arc<dyn DeltaQueue<K>> {
         let known = Arc::clone(&self.inner.indexer) as Arc<dyn KnownObjects<K>>;
         match self.inner.options.queue {
             QueueKind::RealFifo => {

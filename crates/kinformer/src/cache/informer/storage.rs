@@ -7,7 +7,7 @@ use kube_core::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::cache::{CompactOptions, Indexer, IndexerError, Indexers};
+use crate::cache::store::{CompactOptions, Indexer, IndexerError, Indexers};
 
 type MakeIndexer<K> = Arc<dyn Fn(Indexers<K>) -> Result<Indexer<K>, IndexerError> + Send + Sync>;
 
@@ -25,7 +25,8 @@ type MakeIndexer<K> = Arc<dyn Fn(Indexers<K>) -> Result<Indexer<K>, IndexerError
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::Pod;
-/// use kinformer::cache::{CompactOptions, InformerOptions, Lazy, Storage};
+/// use kinformer::cache::store::CompactOptions;
+/// use kinformer::cache::{InformerOptions, Lazy, Storage};
 ///
 /// let typed = InformerOptions::<Pod>::new("pods");
 /// assert!(!typed.storage.is_compact());

@@ -1,7 +1,7 @@
 //! The source a reflector reads from: list (paged) and watch (a stream of events).
 //!
 //! - [`ListerWatcher`] is the two-method trait; [`KubeListerWatcher`](crate::kube::KubeListerWatcher)
-//!   implements it over the `kube` client and [`FakeListerWatcher`](super::FakeListerWatcher)
+//!   implements it over the `kube` client and `FakeListerWatcher` (feature `testing`)
 //!   in memory.
 //! - [`ListOptions`] / [`WatchOptions`] carry exactly what the API server accepts.
 //! - [`ListWatchError`] keeps the HTTP code, status reason and causes and Retry-After, so that the
@@ -11,6 +11,7 @@
 mod error;
 mod event;
 mod options;
+mod pager;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub use error::{
 };
 pub use event::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, ObjectList, WatchEvent};
 pub use options::{ListOptions, ResourceVersionMatch, Selectors, WatchOptions};
+pub use pager::{DEFAULT_PAGE_SIZE, ListPager, PagedList};
 
 /// A watch: events in order until the server closes the stream (`None`), or an error item.
 ///
@@ -33,7 +35,7 @@ pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchErro
 /// Lists and watches one kind of object: client-go's `ListerWatcher`.
 ///
 /// Implementations perform exactly one request per call; paging, retries and resource-version
-/// bookkeeping belong to the [`Reflector`](super::Reflector) and the [`ListPager`](super::ListPager).
+/// bookkeeping belong to the [`Reflector`](super::reflector::Reflector) and the [`ListPager`].
 pub trait ListerWatcher<K>: Send + Sync + 'static {
     /// Lists one page.
     ///

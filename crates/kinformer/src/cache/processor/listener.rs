@@ -23,8 +23,10 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::ResyncPeriods;
-use crate::cache::{HasSynced, Notification, ResourceEventHandler, SingleFileTracker, SyncedFlag};
+use crate::cache::handler::ResourceEventHandler;
+use crate::cache::processor::Notification;
+use crate::cache::processor::ResyncPeriods;
+use crate::cache::sync::{HasSynced, SingleFileTracker, SyncedFlag};
 
 /// Slots a listener's buffer starts with (client-go's `initialBufferSize`).
 pub const INITIAL_BUFFER_SIZE: usize = 1024;
@@ -96,7 +98,7 @@ impl Drop for MarkStopped<'_> {
 ///
 /// Usually created by `SharedProcessor::add_listener`; usable alone:
 ///
-/// ```
+/// ```text
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// use std::sync::{Arc, Mutex};
 /// use k8s_openapi::api::core::v1::ConfigMap;
@@ -214,23 +216,6 @@ impl<K> ProcessorListener<K> {
         self.wake.notify_one();
     }
 
-    /// Notifications buffered and not yet handed to the handler (the one being handled is not
-    /// counted).
-    pub fn pending(&self) -> usize {
-        self.shared.pending()
-    }
-
-    /// The buffer's current capacity in notifications: [`INITIAL_BUFFER_SIZE`], doubled each
-    /// time it filled up.
-    pub fn buffer_capacity(&self) -> usize {
-        self.shared.capacity()
-    }
-
-    /// Notifications the handler has been given so far.
-    pub fn delivered(&self) -> u64 {
-        self.shared.delivered()
-    }
-
     /// Closes the listener: buffered notifications are dropped, later adds ignored, and the
     /// task (if running) exits once the handler's current call returns. Idempotent.
     pub fn close(&self) {
@@ -248,11 +233,6 @@ impl<K> ProcessorListener<K> {
             }
         }
         self.wake.notify_one();
-    }
-
-    /// True once [`close`](ProcessorListener::close) was called.
-    pub fn is_closed(&self) -> bool {
-        self.shared.is_closed()
     }
 
     /// Claims the right to run the task; false if closed or already claimed.

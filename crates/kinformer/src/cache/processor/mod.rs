@@ -13,18 +13,21 @@
 
 mod error;
 mod listener;
+mod notification;
 mod registration;
 mod resync;
 mod shared_processor;
 
 pub use error::ProcessorError;
-pub use listener::{INITIAL_BUFFER_SIZE, ProcessorListener};
+#[cfg(test)]
+use listener::INITIAL_BUFFER_SIZE;
+pub(crate) use listener::ProcessorListener;
+pub use notification::Notification;
 pub use registration::ResourceEventHandlerRegistration;
-pub use resync::{
-    HandlerResync, MINIMUM_RESYNC_PERIOD, ResyncPeriods, determine_resync_period,
-    plan_handler_resync,
-};
-pub use shared_processor::{SharedProcessor, is_sync};
+pub(crate) use resync::{ResyncPeriods, determine_resync_period, plan_handler_resync};
+pub(crate) use shared_processor::SharedProcessor;
+#[cfg(test)]
+use shared_processor::is_sync;
 
 #[cfg(test)]
 mod tests;

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::listener::ListenerShared;
-use crate::cache::HasSynced;
+use crate::cache::processor::listener::ListenerShared;
+use crate::cache::sync::HasSynced;
 
 /// Identifies one added handler; client-go's `ResourceEventHandlerRegistration`. Cheap to
 /// clone; pass it to `SharedProcessor::remove_listener` to remove the handler.

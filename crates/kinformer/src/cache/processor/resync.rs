@@ -27,6 +27,7 @@ pub struct ResyncPeriods {
 
 impl ResyncPeriods {
     /// A listener that never resyncs.
+    #[cfg(test)]
     pub const NEVER: ResyncPeriods = ResyncPeriods {
         requested: Duration::ZERO,
         effective: Duration::ZERO,
@@ -48,7 +49,7 @@ pub struct HandlerResync {
 /// The effective period of a listener: `desired` raised to `check_period`; zero when either
 /// is zero. client-go's `determineResyncPeriod`.
 ///
-/// ```
+/// ```text
 /// use std::time::Duration;
 /// use kinformer::cache::determine_resync_period;
 /// let s = Duration::from_secs;
@@ -82,7 +83,7 @@ pub fn determine_resync_period(desired: Duration, check_period: Duration) -> Dur
 /// Applies the rules above to a handler asking for `requested`, on an informer whose check
 /// period is `check_period` and which has (`started`) or has not yet started.
 ///
-/// ```
+/// ```text
 /// use std::time::Duration;
 /// use kinformer::cache::plan_handler_resync;
 /// let s = Duration::from_secs;

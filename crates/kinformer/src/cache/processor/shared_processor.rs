@@ -10,14 +10,17 @@ use kube_core::Resource;
 use parking_lot::RwLock;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
+#[cfg(test)]
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{
+use crate::cache::handler::ResourceEventHandler;
+use crate::cache::processor::Notification;
+use crate::cache::processor::{
     ProcessorError, ProcessorListener, ResourceEventHandlerRegistration, ResyncPeriods,
     determine_resync_period,
 };
-use crate::cache::{HasSynced, Notification, ResourceEventHandler};
+use crate::cache::sync::HasSynced;
 
 #[derive(Debug)]
 struct State<K> {
@@ -40,7 +43,7 @@ struct State<K> {
 ///   [`run`](Self::run)) until it is removed or the processor shuts down;
 ///   [`shutdown`](Self::shutdown) waits for every such task.
 ///
-/// ```
+/// ```text
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), kinformer::cache::ProcessorError> {
 /// use std::sync::Arc;
@@ -254,12 +257,14 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     }
 
     /// True between [`start`](Self::start) and [`shutdown`](Self::shutdown).
+    #[cfg(test)]
     pub fn is_started(&self) -> bool {
         let st = self.state.read();
         st.runtime.is_some() && !st.stopped
     }
 
     /// True after [`shutdown`](Self::shutdown).
+    #[cfg(test)]
     pub fn is_stopped(&self) -> bool {
         self.state.read().stopped
     }
@@ -273,6 +278,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     /// # Cancel safety
     /// Dropping the future before `cancel` fires leaves the listeners running; call
     /// [`shutdown`](Self::shutdown) to stop them.
+    #[cfg(test)]
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), ProcessorError> {
         self.start()?;
         cancel.cancelled().await;

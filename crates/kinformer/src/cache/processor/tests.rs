@@ -11,10 +11,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::cache::{
-    DeletedObject, HasSynced, Notification, ResourceEventHandler, ResourceEventHandlerFuncs,
-    SyncedFlag, wait_for_cache_sync,
-};
+use crate::cache::handler::{ResourceEventHandler, ResourceEventHandlerFuncs};
+use crate::cache::meta::DeletedObject;
+use crate::cache::processor::Notification;
+use crate::cache::sync::{HasSynced, SyncedFlag, wait_for_cache_sync};
 
 fn cm(name: &str, rv: &str) -> Arc<ConfigMap> {
     Arc::new(ConfigMap {

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::super::CacheError;
-use super::super::listwatch::{DecodeError, ListWatchError};
+use crate::cache::listwatch::{DecodeError, ListWatchError};
+use crate::cache::meta::CacheError;
 
 /// Something that went wrong while reflecting, as passed to the watch-error handler and
 /// logged with `tracing`.

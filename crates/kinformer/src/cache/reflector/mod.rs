@@ -48,16 +48,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 pub use error::ReflectorError;
-pub use state::{
-    Action, ErrorClass, Input, Phase, ReflectorMachine, Resume, WatchEnd, watch_timeout,
-};
+pub(crate) use state::{Action, ErrorClass, Input, ReflectorMachine, WatchEnd, watch_timeout};
 
-use super::ReflectorSink;
-use super::listwatch::{
+use crate::cache::fifo::ReflectorSink;
+use crate::cache::listwatch::{
     ListOptions, ListWatchError, ListerWatcher, Selectors, WatchEvent, WatchOptions, WatchStream,
 };
-use super::object::{ObjectKey, meta_namespace_key};
-use super::pager::{ListPager, PagedList};
+use crate::cache::listwatch::{ListPager, PagedList};
+use crate::cache::meta::{ObjectKey, meta_namespace_key};
 use crate::wait::{BackoffManager, ExponentialBackoffManager};
 use retry::RetryWithDeadline;
 
@@ -158,7 +156,10 @@ impl BackoffManager for FixedBackoff {
 /// # tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap().block_on(async {
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kinformer::cache::{CacheError, FakeListerWatcher, Reflector, ReflectorOptions, ReflectorSink};
+/// use kinformer::cache::CacheError;
+/// use kinformer::cache::testing::FakeListerWatcher;
+/// use kinformer::cache::reflector::{Reflector, ReflectorOptions};
+/// use kinformer::cache::fifo::ReflectorSink;
 /// use kube_core::ObjectMeta;
 /// use parking_lot::Mutex;
 /// use tokio_util::sync::CancellationToken;

@@ -16,10 +16,10 @@
 
 use std::time::Duration;
 
-use super::super::listwatch::{
+use crate::cache::listwatch::DEFAULT_PAGE_SIZE;
+use crate::cache::listwatch::{
     ListOptions, ListWatchError, ResourceVersionMatch, Selectors, WatchOptions,
 };
-use super::super::pager::DEFAULT_PAGE_SIZE;
 
 /// What a failure means for the next step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,11 +213,6 @@ impl ReflectorMachine {
     /// True after a 410 / too-large failure until the next successful list.
     pub fn is_last_sync_resource_version_unavailable(&self) -> bool {
         self.rv_unavailable
-    }
-
-    /// The current phase.
-    pub fn phase(&self) -> &Phase {
-        &self.phase
     }
 
     /// Records the version of an event seen while watching (objects and bookmarks). Ignored

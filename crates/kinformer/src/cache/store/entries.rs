@@ -11,9 +11,9 @@ use std::sync::{Arc, LazyLock};
 
 use kube_core::Resource;
 
-use crate::cache::ObjectKey;
-use crate::cache::compact::Blob;
-use crate::cache::index::{EntrySet, FastMap, FastSet, FastState};
+use crate::cache::meta::ObjectKey;
+use crate::cache::store::Blob;
+use crate::cache::store::{EntrySet, FastMap, FastSet, FastState};
 
 /// Something naming an object key as `namespace/name` (or `name` without a namespace), for
 /// hashing and comparing set entries by key without storing the key string.

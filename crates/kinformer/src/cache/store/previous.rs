@@ -3,11 +3,12 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use super::relist::Staged;
-use super::{IndexerError, decode_arc, log_decode_error};
-use crate::cache::ObjectKey;
-use crate::cache::compact::{Blob, ObjectCodec};
-use crate::cache::index::FastMap;
+use crate::cache::meta::ObjectKey;
+use crate::cache::store::FastMap;
+use crate::cache::store::IndexerError;
+use crate::cache::store::indexer::{decode_arc, log_decode_error};
+use crate::cache::store::staged::Staged;
+use crate::cache::store::{Blob, ObjectCodec};
 
 /// The old encodings of a compact indexer.
 pub(super) enum OldBlobs {

@@ -21,19 +21,16 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 
-use super::previous::{OldBlobs, PreviousItems};
-use super::{Indexer, IndexerError, Tables, compute_values};
-use crate::cache::ObjectKey;
-use crate::cache::compact::{Blob, ObjectCodec};
-use crate::cache::index::{FastMap, IndexFunc, IndexValues};
-
-const KIND_UNCHANGED: u32 = 0;
-const KIND_CHANGED: u32 = 1 << 30;
-const KIND_VANISHED: u32 = 2 << 30;
-const KIND_MASK: u32 = 3 << 30;
-const HAS_OPS: u32 = 1 << 29;
-/// List positions are kept in the low bits; longer lists are rebuilt instead.
-const POS_MASK: u32 = HAS_OPS - 1;
+use crate::cache::meta::ObjectKey;
+use crate::cache::store::PreviousItems;
+use crate::cache::store::previous::OldBlobs;
+use crate::cache::store::staged::{
+    HAS_OPS, KIND_CHANGED, KIND_UNCHANGED, KIND_VANISHED, POS_MASK, Staged,
+};
+use crate::cache::store::tables::{Tables, compute_values};
+use crate::cache::store::{Blob, ObjectCodec};
+use crate::cache::store::{FastMap, IndexFunc, IndexValues};
+use crate::cache::store::{Indexer, IndexerError};
 
 /// An op (4 bytes): end and remove flags, the index (6 bits) and the interned value (24 bits).
 /// More indices or values than that are rebuilt instead.
@@ -45,33 +42,6 @@ const OP_REMOVE: u32 = 1 << 30;
 const OP_INDEX_SHIFT: u32 = 24;
 const OP_INDEX_MAX: usize = 63;
 const OP_VALUE_MASK: u32 = (1 << OP_INDEX_SHIFT) - 1;
-
-/// One listed or vanished key of a staged replace (40 bytes).
-pub(super) struct Staged {
-    pub(super) key: ObjectKey,
-    /// Before applying: the new encoding of a changed key. After: what was stored before
-    /// (`None` for a key the list added).
-    pub(super) blob: Option<Blob>,
-    /// Start of this key's ops (if `HAS_OPS`).
-    ops_start: u32,
-    /// List position, `HAS_OPS` and the kind.
-    pos_kind: u32,
-}
-
-impl Staged {
-    /// True for a listed object whose encoding equals the one stored before.
-    pub(super) fn unchanged(&self) -> bool {
-        self.kind() == KIND_UNCHANGED
-    }
-
-    fn kind(&self) -> u32 {
-        self.pos_kind & KIND_MASK
-    }
-
-    fn pos(&self) -> u32 {
-        self.pos_kind & POS_MASK
-    }
-}
 
 /// The index changes of all staged keys: a flat op list over interned values.
 struct Ops {

@@ -1,0 +1,8 @@
+//! The process loop (client-go's `controller`): pops deltas from the queue, applies them to the
+//! indexer and hands the resulting notifications to the processor.
+
+mod process;
+mod process_loop;
+
+pub use process::process_deltas;
+pub(crate) use process_loop::{ProcessLoop, SyncingSink};

@@ -1,0 +1,150 @@
+//! What [`DeltaFifo`](super::DeltaFifo) and [`RealFifo`](super::RealFifo) share: the lock,
+//! waking poppers, closing, the pop loop and the accounting behind `has_synced`.
+//!
+//! `has_synced` turns true once the first `replace` happened and every item queued up to it
+//! has been popped *and processed*: popped initial items are "in flight" until the pop's
+//! `process` returns (or panics).
+
+use parking_lot::{Mutex, MutexGuard};
+use tokio::sync::Notify;
+
+use crate::cache::fifo::Delta;
+use crate::cache::fifo::Popped;
+use crate::cache::meta::CacheError;
+
+/// The state under a FIFO's lock; `data` is the queue's own content.
+pub(crate) struct Locked<D> {
+    pub(crate) data: D,
+    /// The first `replace` happened.
+    pub(crate) populated: bool,
+    /// Items of the initial population not yet popped.
+    pub(crate) initial_population_count: usize,
+    /// Items of the initial population popped but still being processed.
+    pub(crate) initial_in_flight: usize,
+    pub(crate) closed: bool,
+}
+
+impl<D> Locked<D> {
+    pub(crate) fn has_synced(&self) -> bool {
+        self.populated && self.initial_population_count == 0 && self.initial_in_flight == 0
+    }
+
+    /// Marks the first population done once `items` items are queued (later calls change
+    /// nothing).
+    pub(crate) fn populate(&mut self, items: usize) {
+        if !self.populated {
+            self.initial_population_count = items;
+        }
+        self.populated = true;
+    }
+}
+
+/// The lock and the wake-up of a FIFO.
+pub(crate) struct FifoCore<D> {
+    state: Mutex<Locked<D>>,
+    notify: Notify,
+}
+
+impl<D> FifoCore<D> {
+    pub(crate) fn new(data: D) -> Self {
+        FifoCore {
+            state: Mutex::new(Locked {
+                data,
+                populated: false,
+                initial_population_count: 0,
+                initial_in_flight: 0,
+                closed: false,
+            }),
+            notify: Notify::new(),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Locked<D>> {
+        self.state.lock()
+    }
+
+    /// Locks, refusing a closed queue.
+    pub(crate) fn lock_open(&self) -> Result<MutexGuard<'_, Locked<D>>, CacheError> {
+        let s = self.state.lock();
+        if s.closed {
+            return Err(CacheError::Closed);
+        }
+        Ok(s)
+    }
+
+    /// Wakes every waiting popper (call after queuing, with the lock released).
+    pub(crate) fn wake(&self) {
+        self.notify.notify_waiters();
+    }
+
+    pub(crate) fn close(&self) {
+        self.state.lock().closed = true;
+        self.wake();
+    }
+
+    pub(crate) fn has_synced(&self) -> bool {
+        self.state.lock().has_synced()
+    }
+
+    /// Waits until `take` yields a batch (deltas and how many queued items they were), then
+    /// calls `process` with it, counting initial-population items in flight meanwhile.
+    /// `take` is called under the lock; `None` means nothing is queued.
+    ///
+    /// # Errors
+    /// [`CacheError::Closed`] when closed and nothing is queued.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: taking and `process` happen synchronously in the poll that completes.
+    pub(crate) async fn pop_with<K, R>(
+        &self,
+        mut take: impl FnMut(&mut Locked<D>) -> Option<(Vec<Delta<K>>, usize)>,
+        process: impl FnOnce(Popped<K>) -> R,
+    ) -> Result<R, CacheError> {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let popped = {
+                let mut s = self.state.lock();
+                let is_in_initial_list = !s.has_synced();
+                match take(&mut s) {
+                    Some((deltas, items)) => {
+                        let counted = items.min(s.initial_population_count);
+                        s.initial_population_count -= counted;
+                        s.initial_in_flight += counted;
+                        let popped = Popped {
+                            deltas,
+                            is_in_initial_list,
+                        };
+                        Some((popped, counted))
+                    }
+                    None if s.closed => return Err(CacheError::Closed),
+                    None => None,
+                }
+            };
+            if let Some((popped, counted)) = popped {
+                let _done = InFlight {
+                    state: &self.state,
+                    counted,
+                };
+                return Ok(process(popped));
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Marks initial-population items processed when dropped (also if `process` panics).
+struct InFlight<'a, D> {
+    state: &'a Mutex<Locked<D>>,
+    counted: usize,
+}
+
+impl<D> Drop for InFlight<'_, D> {
+    fn drop(&mut self) {
+        if self.counted > 0 {
+            let mut s = self.state.lock();
+            s.initial_in_flight = s.initial_in_flight.saturating_sub(self.counted);
+        }
+    }
+}

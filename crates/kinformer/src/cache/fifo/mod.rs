@@ -1,0 +1,17 @@
+//! The delta queues between the reflector and the process loop: [`Delta`]s, the
+//! [`ReflectorSink`] the reflector writes into, the [`DeltaQueue`] contract the process loop
+//! pops from, and its two implementations, [`DeltaFifo`] (client-go's `DeltaFIFO`) and
+//! [`RealFifo`] (client-go's `RealFIFO`), which share one locked core.
+
+mod core;
+mod delta;
+mod delta_fifo;
+mod queue;
+mod real_fifo;
+mod sink;
+
+pub use delta::{Delta, DeltaType};
+pub use delta_fifo::DeltaFifo;
+pub use queue::{DeltaQueue, KnownObjects, PopFuture, Popped, ProcessFn};
+pub use real_fifo::{DEFAULT_MAX_BATCH, RealFifo};
+pub use sink::ReflectorSink;

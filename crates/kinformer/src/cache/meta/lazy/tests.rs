@@ -1,0 +1,149 @@
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube_core::Resource;
+
+use crate::cache::meta::Lazy;
+use crate::cache::store::{
+    CompactOptions, Indexer, NAMESPACE_INDEX, label_index_func, namespace_index_func,
+};
+
+const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0","namespace":"ns","resourceVersion":"7","labels":{"app":"web"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web","uid":"u1","controller":true}],"managedFields":[{"manager":"kubectl","operation":"Update"}]},"spec":{"containers":[{"name":"app","image":"nginx"}]}}"#;
+
+#[test]
+fn metadata_is_parsed_without_managed_fields_and_the_body_is_kept_verbatim() {
+    let pod: Lazy<Pod> = serde_json::from_str(POD).unwrap();
+    let meta = pod.meta();
+    assert_eq!(meta.name.as_deref(), Some("web-0"));
+    assert_eq!(meta.namespace.as_deref(), Some("ns"));
+    assert_eq!(meta.resource_version.as_deref(), Some("7"));
+    assert_eq!(meta.labels.as_ref().unwrap()["app"], "web");
+    assert_eq!(meta.owner_references.as_ref().unwrap()[0].uid, "u1");
+    assert!(meta.managed_fields.is_none());
+    assert_eq!(pod.json().unwrap(), POD);
+    assert_eq!(serde_json::to_string(&pod).unwrap(), POD);
+    assert!(!pod.is_decoded());
+}
+
+#[test]
+fn object_decodes_once_and_returns_the_same_arc() {
+    let pod: Lazy<Pod> = serde_json::from_str(POD).unwrap();
+    let a = pod.object().unwrap();
+    let b = pod.object().unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+    assert_eq!(
+        a.metadata.managed_fields.as_ref().unwrap()[0]
+            .manager
+            .as_deref(),
+        Some("kubectl")
+    );
+    assert!(pod.is_decoded());
+}
+
+#[test]
+fn a_body_that_is_not_a_valid_object_fails_when_read_with_its_name() {
+    let json = r#"{"metadata":{"name":"bad","namespace":"ns"},"spec":{"containers":"nope"}}"#;
+    let pod: Lazy<Pod> = serde_json::from_str(json).unwrap();
+    let err = pod.object().unwrap_err();
+    assert_eq!(err.name.as_deref(), Some("bad"));
+    assert!(pod.object().is_err(), "the error is kept");
+}
+
+#[test]
+fn malformed_metadata_or_a_non_object_is_a_decode_error() {
+    for bad in [
+        r#"[1,2]"#,
+        r#""pod""#,
+        r#"{"metadata":{"name":5}}"#,
+        r#"{"metadata":{"labels":{"a":1}}}"#,
+    ] {
+        assert!(serde_json::from_str::<Lazy<Pod>>(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn metadata_edits_are_written_into_the_body_keeping_managed_fields() {
+    let mut pod: Lazy<Pod> = serde_json::from_str(POD).unwrap();
+    pod.meta_mut()
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("tier".into(), "t1".into());
+    pod.meta_mut().annotations = Some([("a".to_string(), "b".to_string())].into());
+    let full = pod.object().unwrap();
+    let labels = full.metadata.labels.as_ref().unwrap();
+    assert_eq!(labels["tier"], "t1");
+    assert_eq!(labels["app"], "web");
+    assert_eq!(full.metadata.annotations.as_ref().unwrap()["a"], "b");
+    assert_eq!(full.metadata.managed_fields.as_ref().unwrap().len(), 1);
+    assert_eq!(
+        full.spec.as_ref().unwrap().containers[0].image.as_deref(),
+        Some("nginx")
+    );
+    let again: Lazy<Pod> = serde_json::from_str(&serde_json::to_string(&pod).unwrap()).unwrap();
+    assert_eq!(again.meta().labels.as_ref().unwrap()["tier"], "t1");
+}
+
+#[test]
+fn binary_formats_carry_the_json_body_as_bytes() {
+    let pod: Lazy<Pod> = serde_json::from_str(POD).unwrap();
+    let bytes = rmp_serde::to_vec_named(&pod).unwrap();
+    let back: Lazy<Pod> = rmp_serde::from_slice(&bytes).unwrap();
+    assert_eq!(back, pod);
+    assert_eq!(back.meta().name.as_deref(), Some("web-0"));
+}
+
+#[test]
+fn from_object_is_already_decoded() {
+    let mut p = Pod::default();
+    p.metadata.name = Some("x".into());
+    let p = Arc::new(p);
+    let lazy = Lazy::from_object(Arc::clone(&p)).unwrap();
+    assert!(lazy.is_decoded());
+    assert!(Arc::ptr_eq(&lazy.object().unwrap(), &p));
+    assert_eq!(lazy.meta().name.as_deref(), Some("x"));
+}
+
+#[test]
+fn a_compact_indexer_of_lazy_objects_indexes_by_metadata_and_never_fully_decodes() {
+    let indexer = Indexer::<Lazy<Pod>>::compact(
+        [
+            (NAMESPACE_INDEX.to_string(), namespace_index_func()),
+            ("app".to_string(), label_index_func("app")),
+        ]
+        .into(),
+        CompactOptions::default().train_after(10),
+    )
+    .unwrap();
+    let mut stored = Vec::new();
+    for i in 0..50 {
+        let json = POD
+            .replace("web-0", &format!("web-{i}"))
+            .replace(r#""app":"web""#, &format!(r#""app":"a{}""#, i % 5));
+        let lazy: Lazy<Pod> = serde_json::from_str(&json).unwrap();
+        indexer.add(Arc::new(lazy.clone())).unwrap();
+        stored.push(lazy);
+    }
+    assert!(
+        indexer.compact_dictionary_len().is_some(),
+        "dictionary trained"
+    );
+    let got = indexer.get_by_key("ns/web-7").unwrap();
+    assert_eq!(*got, stored[7]);
+    assert!(!got.is_decoded());
+    let app2 = indexer.by_index("app", "a2").unwrap();
+    assert_eq!(app2.len(), 10);
+    assert!(app2.iter().all(|o| !o.is_decoded()));
+    // An update moves the object between index values (the old object decoded from storage).
+    let moved: Lazy<Pod> =
+        serde_json::from_str(&POD.replace(r#""app":"web""#, r#""app":"a2""#)).unwrap();
+    let up = indexer.upsert(Arc::new(moved)).unwrap();
+    assert_eq!(up.old.unwrap().meta().labels.as_ref().unwrap()["app"], "a0");
+    assert_eq!(indexer.by_index("app", "a2").unwrap().len(), 11);
+}
+
+#[test]
+fn lazy_types_are_recognised_for_the_wire_choice() {
+    assert!(super::is_lazy::<Lazy<Pod>>());
+    assert!(!super::is_lazy::<Pod>());
+    assert!(!super::is_lazy::<Vec<Lazy<Pod>>>());
+}

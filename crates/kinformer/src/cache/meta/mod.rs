@@ -1,0 +1,15 @@
+//! What every stage names objects by: keys and tombstones, the typed error they share, `Lazy`
+//! objects (metadata parsed, body decoded on demand) and label selectors.
+
+mod error;
+mod key;
+mod lazy;
+mod selector;
+
+pub use error::CacheError;
+pub use key::{
+    DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey, meta_namespace_key, split_key,
+};
+pub(crate) use lazy::is_lazy;
+pub use lazy::{Lazy, full_decodes as lazy_full_decodes};
+pub use selector::{Operator, Requirement, Selector, SelectorParseError};

@@ -1,0 +1,367 @@
+//! Encoding objects to compact blobs and back.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use zstd::zstd_safe::{self, CCtx, CParameter, DCtx};
+
+use crate::cache::store::CodecError;
+use crate::cache::store::compact::dictionary::Dictionary;
+use crate::cache::store::{CompactOptions, Format};
+
+/// One stored object: a tag byte, then the payload.
+pub(crate) type Blob = Arc<[u8]>;
+
+const TAG_RAW: u8 = 0;
+const TAG_ZSTD: u8 = 1;
+/// Refuse to inflate a blob to more than this (a corrupt size field must not allocate wildly).
+const MAX_DECODED_BYTES: u64 = 256 << 20;
+
+struct WriteCtx {
+    cctx: CCtx<'static>,
+    serialized: Vec<u8>,
+    compressed: Vec<u8>,
+}
+
+thread_local! {
+    /// Per-thread decompression context and buffer, reused by every compact indexer.
+    static READ_CTX: RefCell<Option<(DCtx<'static>, Vec<u8>)>> = const { RefCell::new(None) };
+}
+
+/// The type-independent part of the codec: format, dictionary, compression context.
+pub(crate) struct Codec {
+    format: Format,
+    level: i32,
+    train_after: usize,
+    dictionary_size: usize,
+    dict: OnceLock<Dictionary>,
+    /// The number of samples of the last failed training (0: none failed).
+    failed_at: AtomicUsize,
+    write: Mutex<WriteCtx>,
+}
+
+impl fmt::Debug for Codec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Codec")
+            .field("format", &self.format)
+            .field("dictionary", &self.dict.get())
+            .finish()
+    }
+}
+
+impl Codec {
+    pub(crate) fn new(opts: &CompactOptions) -> Result<Self, CodecError> {
+        let cctx = CCtx::try_create()
+            .ok_or_else(|| CodecError::Encode("cannot create a zstd context".into()))?;
+        let dict = OnceLock::new();
+        let mut write = WriteCtx {
+            cctx,
+            serialized: Vec::new(),
+            compressed: Vec::new(),
+        };
+        if let Some(raw) = &opts.dictionary {
+            let d = Dictionary::new(raw)?;
+            load(&mut write.cctx, &d, opts.level)?;
+            let _ = dict.set(d);
+        }
+        Ok(Codec {
+            format: opts.format,
+            level: opts.level,
+            train_after: opts.train_after,
+            dictionary_size: opts.dictionary_size,
+            dict,
+            failed_at: AtomicUsize::new(0),
+            write: Mutex::new(write),
+        })
+    }
+
+    /// The size of the dictionary in use, if any.
+    pub(crate) fn dictionary_len(&self) -> Option<usize> {
+        self.dict.get().map(|d| d.len)
+    }
+
+    fn encode<K: Serialize>(&self, obj: &K) -> Result<Blob, CodecError> {
+        let mut guard = self.write.lock();
+        let ctx = &mut *guard;
+        ctx.serialized.clear();
+        let res = match self.format {
+            Format::MessagePack => {
+                rmp_serde::encode::write_named(&mut ctx.serialized, obj).map_err(|e| e.to_string())
+            }
+            Format::Json => {
+                serde_json::to_writer(&mut ctx.serialized, obj).map_err(|e| e.to_string())
+            }
+        };
+        res.map_err(CodecError::Encode)?;
+        Self::pack(self.dict.get(), ctx)
+    }
+
+    /// Wraps `ctx.serialized` into a blob, compressing it if a dictionary exists.
+    fn pack(dict: Option<&Dictionary>, ctx: &mut WriteCtx) -> Result<Blob, CodecError> {
+        if dict.is_none() {
+            return Ok(std::iter::once(TAG_RAW)
+                .chain(ctx.serialized.iter().copied())
+                .collect());
+        };
+        ctx.compressed.clear();
+        ctx.compressed
+            .reserve(zstd_safe::compress_bound(ctx.serialized.len()));
+        // The dictionary is loaded in the context (see `load`).
+        ctx.cctx
+            .compress2(&mut ctx.compressed, &ctx.serialized)
+            .map_err(|code| {
+                CodecError::Encode(format!("zstd: {}", zstd_safe::get_error_name(code)))
+            })?;
+        Ok(std::iter::once(TAG_ZSTD)
+            .chain(ctx.compressed.iter().copied())
+            .collect())
+    }
+
+    fn decode<K: DeserializeOwned>(&self, blob: &[u8]) -> Result<K, CodecError> {
+        let (&tag, payload) = blob
+            .split_first()
+            .ok_or_else(|| CodecError::Decode("empty blob".into()))?;
+        match tag {
+            TAG_RAW => self.deserialize(payload),
+            TAG_ZSTD => {
+                let dict = self.dict.get().ok_or_else(|| {
+                    CodecError::Decode("compressed blob but no dictionary".into())
+                })?;
+                let size = match zstd_safe::get_frame_content_size(payload) {
+                    Ok(Some(n)) if n <= MAX_DECODED_BYTES => n as usize,
+                    Ok(_) => return Err(CodecError::Decode("bad zstd frame size".into())),
+                    Err(_) => return Err(CodecError::Decode("bad zstd frame header".into())),
+                };
+                READ_CTX.with(|cell| {
+                    let mut slot = cell.borrow_mut();
+                    if slot.is_none() {
+                        let dctx = DCtx::try_create().ok_or_else(|| {
+                            CodecError::Decode("cannot create a zstd context".into())
+                        })?;
+                        *slot = Some((dctx, Vec::new()));
+                    }
+                    let Some((dctx, buf)) = slot.as_mut() else {
+                        return Err(CodecError::Decode("no zstd context".into()));
+                    };
+                    buf.clear();
+                    buf.reserve(size);
+                    dctx.decompress_using_ddict(buf, payload, &dict.ddict)
+                        .map_err(|code| {
+                            CodecError::Decode(format!("zstd: {}", zstd_safe::get_error_name(code)))
+                        })?;
+                    let out = self.deserialize(buf);
+                    if buf.capacity() > 1 << 20 {
+                        // Do not keep a huge buffer around after an unusually large object.
+                        *buf = Vec::new();
+                    }
+                    out
+                })
+            }
+            other => Err(CodecError::Decode(format!("unknown blob tag {other}"))),
+        }
+    }
+
+    fn deserialize<K: DeserializeOwned>(&self, bytes: &[u8]) -> Result<K, CodecError> {
+        match self.format {
+            Format::MessagePack => {
+                rmp_serde::from_slice(bytes).map_err(|e| CodecError::Decode(e.to_string()))
+            }
+            Format::Json => {
+                serde_json::from_slice(bytes).map_err(|e| CodecError::Decode(e.to_string()))
+            }
+        }
+    }
+
+    /// After how many objects the dictionary is trained (`0`: never).
+    pub(crate) fn train_after(&self) -> usize {
+        self.train_after
+    }
+
+    /// True when a dictionary should be trained now that `stored` objects are held: at
+    /// `train_after` objects, and after a failed training (too little data) again at twice
+    /// the sample count.
+    pub(crate) fn wants_training(&self, stored: usize) -> bool {
+        self.train_after > 0
+            && self.dict.get().is_none()
+            && stored
+                >= self
+                    .train_after
+                    .max(self.failed_at.load(Ordering::Relaxed).saturating_mul(2))
+    }
+
+    /// Trains the dictionary from uncompressed blobs (tagged raw); returns whether a
+    /// dictionary now exists. A failure is logged; objects stay uncompressed until a later
+    /// training (with twice the samples) succeeds.
+    pub(crate) fn train(&self, samples: &[Blob]) -> bool {
+        if self.dict.get().is_some() {
+            return true;
+        }
+        let payloads: Vec<&[u8]> = samples
+            .iter()
+            .filter_map(|b| match b.split_first() {
+                Some((&TAG_RAW, p)) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let trained = Dictionary::train(&payloads, self.dictionary_size)
+            .and_then(|d| load(&mut self.write.lock().cctx, &d, self.level).map(|()| d));
+        match trained {
+            Ok(d) => {
+                tracing::debug!(
+                    samples = payloads.len(),
+                    bytes = d.len,
+                    "compact indexer: dictionary trained"
+                );
+                let _ = self.dict.set(d);
+                true
+            }
+            Err(e) => {
+                self.failed_at
+                    .store(samples.len().max(1), Ordering::Relaxed);
+                tracing::debug!(error = %e, "compact indexer: objects stay uncompressed for now");
+                false
+            }
+        }
+    }
+
+    /// Compresses an uncompressed blob with the dictionary; `None` if it needs no change.
+    pub(crate) fn recompress(&self, blob: &[u8]) -> Result<Option<Blob>, CodecError> {
+        let (Some(dict), Some((&TAG_RAW, payload))) = (self.dict.get(), blob.split_first()) else {
+            return Ok(None);
+        };
+        let mut guard = self.write.lock();
+        let ctx = &mut *guard;
+        ctx.serialized.clear();
+        ctx.serialized.extend_from_slice(payload);
+        Self::pack(Some(dict), ctx).map(Some)
+    }
+}
+
+/// Loads `dict` into the compression context (sticky: used for every later frame), with a
+/// content checksum so corrupt stored bytes are detected, and without the dictionary id.
+fn load(cctx: &mut CCtx<'static>, dict: &Dictionary, level: i32) -> Result<(), CodecError> {
+    let err = |code| CodecError::Dictionary(format!("zstd: {}", zstd_safe::get_error_name(code)));
+    cctx.set_parameter(CParameter::CompressionLevel(level))
+        .map_err(err)?;
+    cctx.set_parameter(CParameter::ChecksumFlag(true))
+        .map_err(err)?;
+    cctx.set_parameter(CParameter::DictIdFlag(false))
+        .map_err(err)?;
+    cctx.set_parameter(CParameter::ContentSizeFlag(true))
+        .map_err(err)?;
+    cctx.load_dictionary(&dict.raw).map_err(err)?;
+    Ok(())
+}
+
+/// A codec for objects of type `K`, type-erased so the indexer needs no serde bounds.
+pub(crate) trait ObjectCodec<K>: Send + Sync {
+    /// Encodes `obj` into a blob.
+    fn encode(&self, obj: &K) -> Result<Blob, CodecError>;
+    /// Decodes a blob.
+    fn decode(&self, blob: &[u8]) -> Result<K, CodecError>;
+    /// The type-independent part.
+    fn core(&self) -> &Codec;
+}
+
+/// [`ObjectCodec`] for a serde type.
+pub(crate) struct TypedCodec<K> {
+    codec: Codec,
+    _k: PhantomData<fn() -> K>,
+}
+
+impl<K> TypedCodec<K> {
+    pub(crate) fn new(opts: &CompactOptions) -> Result<Self, CodecError> {
+        Ok(TypedCodec {
+            codec: Codec::new(opts)?,
+            _k: PhantomData,
+        })
+    }
+}
+
+impl<K: Serialize + DeserializeOwned> ObjectCodec<K> for TypedCodec<K> {
+    fn encode(&self, obj: &K) -> Result<Blob, CodecError> {
+        self.codec.encode(obj)
+    }
+    fn decode(&self, blob: &[u8]) -> Result<K, CodecError> {
+        self.codec.decode(blob)
+    }
+    fn core(&self) -> &Codec {
+        &self.codec
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+    use crate::cache::test_util::pod;
+
+    fn trained(format: Format) -> TypedCodec<Pod> {
+        let c = TypedCodec::<Pod>::new(&CompactOptions::default().format(format)).unwrap();
+        let samples: Vec<Blob> = (0..300)
+            .map(|i| {
+                let p = pod(&format!("ns-{}", i % 7), &format!("p-{i}"), &[("app", "x")]);
+                c.encode(&p).unwrap()
+            })
+            .collect();
+        assert!(c.core().train(&samples));
+        c
+    }
+
+    #[test]
+    fn round_trips_raw_and_compressed_in_both_formats() {
+        for format in [Format::MessagePack, Format::Json] {
+            let c = TypedCodec::<Pod>::new(&CompactOptions::default().format(format)).unwrap();
+            let p = pod("ns", "a", &[("app", "web")]);
+            let raw = c.encode(&p).unwrap();
+            assert_eq!(raw[0], TAG_RAW);
+            assert_eq!(c.decode(&raw).unwrap(), *p);
+            let c = trained(format);
+            let z = c.encode(&p).unwrap();
+            assert_eq!(z[0], TAG_ZSTD);
+            assert_eq!(c.decode(&z).unwrap(), *p);
+            // A raw blob of the same codec still decodes, and recompresses.
+            let again = c.core().recompress(&raw).unwrap().unwrap();
+            assert_eq!(c.decode(&again).unwrap(), *p);
+        }
+    }
+
+    #[test]
+    fn corrupt_blobs_are_typed_errors() {
+        let c = trained(Format::MessagePack);
+        let p = pod("ns", "a", &[("app", "web")]);
+        let good = c.encode(&p).unwrap();
+        let mut cases: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![7, 1, 2],
+            vec![TAG_RAW, 0xc1],
+            vec![TAG_ZSTD, 1, 2, 3],
+        ];
+        let mut flipped = good.to_vec();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0xff;
+        cases.push(flipped);
+        let mut truncated = good.to_vec();
+        truncated.truncate(good.len() / 2);
+        cases.push(truncated);
+        for case in cases {
+            assert!(
+                matches!(c.decode(&case), Err(CodecError::Decode(_))),
+                "{case:?} decoded"
+            );
+        }
+        // Compressed blobs need the dictionary.
+        let untrained = TypedCodec::<Pod>::new(&CompactOptions::default()).unwrap();
+        assert!(matches!(
+            untrained.decode(&good),
+            Err(CodecError::Decode(_))
+        ));
+    }
+}

@@ -1,0 +1,466 @@
+//! Tests of the indexer, run in every storage mode.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+use super::*;
+use crate::cache::meta::{KeyError, ObjectKey, meta_namespace_key};
+use crate::cache::store::{
+    IndexFunc, IndexFuncError, NAMESPACE_INDEX, label_index_func, namespace_index_func,
+    strip_managed_fields_transform,
+};
+use crate::cache::test_util::pod;
+
+/// The storage modes every behaviour test runs in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mode {
+    Typed = 0,
+    Compact = 1,
+    /// Compact with a hot-object cache of two objects (so tests also evict).
+    CompactHot = 2,
+}
+
+/// An indexer of `mode`; compact indexers train their dictionary early (after 3 objects)
+/// so both raw and compressed entries are exercised.
+pub(crate) fn build(mode: Mode, indexers: Indexers<Pod>) -> Indexer<Pod> {
+    match mode {
+        Mode::Typed => Indexer::new(indexers),
+        Mode::Compact => {
+            Indexer::compact(indexers, CompactOptions::default().train_after(3)).unwrap()
+        }
+        Mode::CompactHot => Indexer::compact(
+            indexers,
+            CompactOptions::default().train_after(3).hot_objects(2),
+        )
+        .unwrap(),
+    }
+}
+
+/// Runs each named test function (taking a [`Mode`]) in every mode.
+macro_rules! both_modes {
+    ($($name:ident),* $(,)?) => {
+        mod typed {
+            $( #[test] fn $name() { super::$name(super::Mode::Typed) } )*
+        }
+        mod compact {
+            $( #[test] fn $name() { super::$name(super::Mode::Compact) } )*
+        }
+        mod compact_hot {
+            $( #[test] fn $name() { super::$name(super::Mode::CompactHot) } )*
+        }
+    };
+}
+
+both_modes!(
+    replace_with_duplicate_keys_keeps_the_later_object,
+    add_get_list_delete_round_trip,
+    objects_without_a_name_are_refused_with_a_key_error,
+    multi_value_index_is_updated_from_old_and_new_values,
+    empty_value_sets_are_removed_on_update,
+    unknown_index_is_an_error_and_unknown_value_is_empty,
+    index_keys_are_sorted,
+    index_returns_objects_sharing_any_value,
+    add_indexers_back_fills_and_refuses_conflicts,
+    index_function_errors_are_typed_and_leave_the_store_unchanged,
+    replace_rebuilds_items_and_indices,
+    transform_runs_before_storing,
+    upsert_reports_the_previous_object,
+    index_functions_run_without_the_state_lock,
+    by_index_returns_the_current_object_when_index_values_do_not_change
+);
+
+/// Indexes by the comma-separated `users` label (several values per object).
+fn users_index() -> IndexFunc<Pod> {
+    Arc::new(|p: &Pod, out: &mut Vec<String>| {
+        if let Some(u) = p.metadata.labels.as_ref().and_then(|l| l.get("users")) {
+            out.extend(u.split('.').map(str::to_owned));
+        }
+        Ok(())
+    })
+}
+
+fn users_indexer(mode: Mode) -> Indexer<Pod> {
+    build(mode, [("by_user".to_string(), users_index())].into())
+}
+
+fn names(objs: Vec<Arc<Pod>>) -> Vec<String> {
+    let mut v: Vec<String> = objs
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap_or_default())
+        .collect();
+    v.sort();
+    v
+}
+
+fn add_get_list_delete_round_trip(mode: Mode) {
+    let idx = build(mode, Indexers::new());
+    idx.add(pod("ns", "a", &[])).unwrap();
+    idx.add(pod("", "cluster", &[])).unwrap();
+    assert_eq!(idx.len(), 2);
+    assert!(idx.get_by_key("ns/a").is_some());
+    assert!(idx.get_by_key("cluster").is_some());
+    assert!(idx.get(&pod("ns", "a", &[])).unwrap().is_some());
+    let mut keys: Vec<String> = idx.list_keys().iter().map(|k| k.to_string()).collect();
+    keys.sort();
+    assert_eq!(keys, ["cluster", "ns/a"]);
+    assert!(idx.delete(&pod("ns", "a", &[])).unwrap().is_some());
+    assert!(idx.delete(&pod("ns", "a", &[])).unwrap().is_none());
+    assert_eq!(idx.len(), 1);
+}
+
+fn objects_without_a_name_are_refused_with_a_key_error(mode: Mode) {
+    let idx = build(mode, Indexers::new());
+    let err = idx.add(Arc::new(Pod::default())).unwrap_err();
+    assert!(matches!(err, IndexerError::Key(KeyError::MissingName)));
+    assert!(idx.is_empty());
+}
+
+fn multi_value_index_is_updated_from_old_and_new_values(mode: Mode) {
+    let idx = users_indexer(mode);
+    idx.add(pod("ns", "one", &[("users", "ernie.bert")]))
+        .unwrap();
+    idx.add(pod("ns", "two", &[("users", "bert.oscar")]))
+        .unwrap();
+    idx.add(pod("ns", "tre", &[("users", "ernie.elmo")]))
+        .unwrap();
+    assert_eq!(
+        names(idx.by_index("by_user", "ernie").unwrap()),
+        ["one", "tre"]
+    );
+    assert_eq!(
+        names(idx.by_index("by_user", "bert").unwrap()),
+        ["one", "two"]
+    );
+
+    // "one" moves from ernie,bert to elmo: ernie keeps tre, bert keeps two.
+    idx.update(pod("ns", "one", &[("users", "elmo")])).unwrap();
+    assert_eq!(names(idx.by_index("by_user", "ernie").unwrap()), ["tre"]);
+    assert_eq!(names(idx.by_index("by_user", "bert").unwrap()), ["two"]);
+    assert_eq!(
+        names(idx.by_index("by_user", "elmo").unwrap()),
+        ["one", "tre"]
+    );
+
+    // Deleting the last holder of a value removes the value.
+    idx.delete(&pod("ns", "two", &[])).unwrap();
+    let mut values = idx.list_index_func_values("by_user");
+    values.sort();
+    assert_eq!(values, ["elmo", "ernie"]);
+}
+
+fn empty_value_sets_are_removed_on_update(mode: Mode) {
+    let idx = users_indexer(mode);
+    idx.add(pod("ns", "a", &[("users", "x")])).unwrap();
+    idx.update(pod("ns", "a", &[("users", "y")])).unwrap();
+    assert_eq!(idx.list_index_func_values("by_user"), ["y"]);
+    assert!(idx.by_index("by_user", "x").unwrap().is_empty());
+}
+
+fn unknown_index_is_an_error_and_unknown_value_is_empty(mode: Mode) {
+    let idx = users_indexer(mode);
+    idx.add(pod("ns", "a", &[("users", "x")])).unwrap();
+    assert!(matches!(
+        idx.by_index("nope", "x"),
+        Err(IndexerError::UnknownIndex(_))
+    ));
+    assert!(idx.index_keys("nope", "x").is_err());
+    assert!(idx.index("nope", &pod("ns", "a", &[])).is_err());
+    assert!(idx.by_index("by_user", "zzz").unwrap().is_empty());
+    assert!(idx.list_index_func_values("nope").is_empty());
+}
+
+fn index_keys_are_sorted(mode: Mode) {
+    let idx = build(
+        mode,
+        [(NAMESPACE_INDEX.to_string(), namespace_index_func())].into(),
+    );
+    for name in ["d", "b", "a", "c"] {
+        idx.add(pod("ns", name, &[])).unwrap();
+    }
+    let keys: Vec<String> = idx
+        .index_keys(NAMESPACE_INDEX, "ns")
+        .unwrap()
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    assert_eq!(keys, ["ns/a", "ns/b", "ns/c", "ns/d"]);
+}
+
+fn index_returns_objects_sharing_any_value(mode: Mode) {
+    let idx = users_indexer(mode);
+    idx.add(pod("ns", "one", &[("users", "a.b")])).unwrap();
+    idx.add(pod("ns", "two", &[("users", "b")])).unwrap();
+    idx.add(pod("ns", "tre", &[("users", "c")])).unwrap();
+    let probe = pod("ns", "probe", &[("users", "a.b")]);
+    assert_eq!(names(idx.index("by_user", &probe).unwrap()), ["one", "two"]);
+}
+
+fn add_indexers_back_fills_and_refuses_conflicts(mode: Mode) {
+    let idx = build(mode, Indexers::new());
+    idx.add(pod("ns1", "a", &[("app", "web")])).unwrap();
+    idx.add(pod("ns2", "b", &[("app", "db")])).unwrap();
+    idx.add_indexers([("app".to_string(), label_index_func("app"))].into())
+        .unwrap();
+    assert_eq!(names(idx.by_index("app", "web").unwrap()), ["a"]);
+    let err = idx
+        .add_indexers(
+            [
+                ("app".to_string(), label_index_func("app")),
+                ("ns".to_string(), namespace_index_func()),
+            ]
+            .into(),
+        )
+        .unwrap_err();
+    assert!(matches!(err, IndexerError::IndexerConflict(ref n) if n == "app"));
+    // Nothing of the refused set was added.
+    assert!(!idx.has_index("ns"));
+    // New writes maintain the back-filled index.
+    idx.add(pod("ns3", "c", &[("app", "web")])).unwrap();
+    assert_eq!(names(idx.by_index("app", "web").unwrap()), ["a", "c"]);
+}
+
+fn index_function_errors_are_typed_and_leave_the_store_unchanged(mode: Mode) {
+    let failing: IndexFunc<Pod> = Arc::new(|p: &Pod, out: &mut Vec<String>| {
+        match p.metadata.labels.as_ref().and_then(|l| l.get("v")) {
+            Some(v) => {
+                out.push(v.clone());
+                Ok(())
+            }
+            None => Err(IndexFuncError("no v label".into())),
+        }
+    });
+    let idx = build(mode, [("v".to_string(), failing)].into());
+    idx.add(pod("ns", "a", &[("v", "1")])).unwrap();
+    let err = idx.update(pod("ns", "a", &[])).unwrap_err();
+    assert!(matches!(err, IndexerError::IndexFunc { ref index, .. } if index == "v"));
+    assert_eq!(names(idx.by_index("v", "1").unwrap()), ["a"]);
+    let err = idx
+        .replace(
+            vec![pod("ns", "b", &[("v", "2")]), pod("ns", "c", &[])],
+            "5",
+        )
+        .unwrap_err();
+    assert!(matches!(err, IndexerError::IndexFunc { .. }));
+    assert_eq!(idx.list_keys().len(), 1);
+    assert!(idx.get_by_key("ns/a").is_some());
+}
+
+fn replace_rebuilds_items_and_indices(mode: Mode) {
+    let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
+    idx.add(pod("ns", "a", &[("app", "web")])).unwrap();
+    idx.add(pod("ns", "b", &[("app", "web")])).unwrap();
+    let old = idx
+        .replace_take_old(
+            vec![pod("ns", "b", &[("app", "db")]), pod("ns", "c", &[])],
+            "9",
+        )
+        .unwrap();
+    assert_eq!(old.len(), 2);
+    assert!(idx.get_by_key("ns/a").is_none());
+    assert!(idx.by_index("app", "web").unwrap().is_empty());
+    assert_eq!(names(idx.by_index("app", "db").unwrap()), ["b"]);
+    assert_eq!(idx.list_index_func_values("app"), ["db"]);
+    assert_eq!(idx.len(), 2);
+}
+
+fn transform_runs_before_storing(mode: Mode) {
+    let idx = build(mode, Indexers::new()).with_transform(strip_managed_fields_transform());
+    let mut p = (*pod("ns", "a", &[])).clone();
+    p.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+    let up = idx.upsert(Arc::new(p)).unwrap();
+    assert!(up.new.metadata.managed_fields.is_none());
+    let stored = idx.get_by_key("ns/a").unwrap();
+    assert!(stored.metadata.managed_fields.is_none());
+}
+
+fn upsert_reports_the_previous_object(mode: Mode) {
+    let idx = build(mode, Indexers::new());
+    let first = pod("ns", "a", &[]);
+    assert!(idx.upsert(Arc::clone(&first)).unwrap().old.is_none());
+    let up = idx.upsert(pod("ns", "a", &[("x", "y")])).unwrap();
+    assert_eq!(up.old.as_deref(), Some(&*first));
+    if matches!(mode, Mode::Typed) {
+        assert!(Arc::ptr_eq(up.old.as_ref().unwrap(), &first));
+    }
+}
+
+fn index_functions_run_without_the_state_lock(mode: Mode) {
+    // An index function that reads the indexer would deadlock if it ran under the lock.
+    static INDEXER: [OnceLock<Arc<Indexer<Pod>>>; 3] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    static READS: [AtomicUsize; 3] = [
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    ];
+    let m = mode as usize;
+    let reading: IndexFunc<Pod> = Arc::new(move |_p: &Pod, out: &mut Vec<String>| {
+        if let Some(idx) = INDEXER[m].get() {
+            let _ = idx.list();
+            let _ = idx.by_index("r", "x");
+            READS[m].fetch_add(1, Ordering::SeqCst);
+        }
+        out.push("x".into());
+        Ok(())
+    });
+    let idx = INDEXER[m].get_or_init(|| Arc::new(build(mode, [("r".to_string(), reading)].into())));
+    idx.add(pod("ns", "a", &[])).unwrap();
+    idx.update(pod("ns", "a", &[("v", "2")])).unwrap();
+    idx.delete(&pod("ns", "a", &[])).unwrap();
+    assert!(READS[m].load(Ordering::SeqCst) >= 3);
+}
+
+fn by_index_returns_the_current_object_when_index_values_do_not_change(mode: Mode) {
+    let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
+    idx.add(pod("ns", "a", &[("app", "web")])).unwrap();
+    let newer = pod("ns", "a", &[("app", "web"), ("v", "2")]);
+    idx.update(Arc::clone(&newer)).unwrap();
+    let got = idx.by_index("app", "web").unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(*got[0], *newer);
+    let got = idx.index("app", &newer).unwrap();
+    assert_eq!(*got[0], *newer);
+    if matches!(mode, Mode::Typed) {
+        assert!(Arc::ptr_eq(&got[0], &newer));
+    }
+}
+
+#[test]
+fn hot_objects_serve_repeated_reads_and_never_a_stale_object() {
+    let idx = Indexer::<Pod>::compact(
+        [("app".to_string(), label_index_func("app"))].into(),
+        CompactOptions::default().train_after(0).hot_objects(8),
+    )
+    .unwrap();
+    let app = |p: &Pod| p.metadata.labels.as_ref().unwrap()["app"].clone();
+    let first = pod("ns", "a", &[("app", "web")]);
+    idx.add(Arc::clone(&first)).unwrap();
+    // The object written is the one read back, without a decode.
+    assert!(Arc::ptr_eq(&idx.get_by_key("ns/a").unwrap(), &first));
+    let newer = pod("ns", "a", &[("app", "db")]);
+    let up = idx.upsert(Arc::clone(&newer)).unwrap();
+    assert!(Arc::ptr_eq(up.old.as_ref().unwrap(), &first));
+    assert!(Arc::ptr_eq(&idx.get_by_key("ns/a").unwrap(), &newer));
+    assert!(Arc::ptr_eq(&idx.by_index("app", "db").unwrap()[0], &newer));
+    // A relist stores new bytes: the cached object is not served for them.
+    idx.replace(vec![pod("ns", "a", &[("app", "x")])], "2")
+        .unwrap();
+    let now = idx.get_by_key("ns/a").unwrap();
+    assert_eq!(app(&now), "x");
+    assert!(Arc::ptr_eq(&idx.get_by_key("ns/a").unwrap(), &now));
+    idx.delete_by_key("ns/a").unwrap();
+    assert!(idx.get_by_key("ns/a").is_none());
+    assert_eq!(idx.hot.as_ref().unwrap().len(), 0);
+}
+
+#[test]
+fn indexer_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Indexer<Pod>>();
+}
+
+fn replace_with_duplicate_keys_keeps_the_later_object(mode: Mode) {
+    let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
+    for i in 0..8 {
+        idx.add(pod("ns", &format!("p{i}"), &[("app", "old")]))
+            .unwrap();
+    }
+    // Twice: the first relist may train the dictionary, the second replaces in place.
+    for _ in 0..2 {
+        idx.replace(
+            vec![
+                pod("ns", "p0", &[("app", "x")]),
+                pod("ns", "p1", &[("app", "old")]),
+                pod("ns", "p0", &[("app", "y")]),
+                pod("ns", "p9", &[("app", "x")]),
+            ],
+            "3",
+        )
+        .unwrap();
+        assert_eq!(names(idx.by_index("app", "x").unwrap()), ["p9"]);
+        assert_eq!(names(idx.by_index("app", "y").unwrap()), ["p0"]);
+        assert_eq!(names(idx.by_index("app", "old").unwrap()), ["p1"]);
+        let mut values = idx.list_index_func_values("app");
+        values.sort();
+        assert_eq!(values, ["old", "x", "y"]);
+        assert_eq!(idx.len(), 3);
+    }
+}
+
+#[test]
+fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
+    let idx = build(
+        Mode::Compact,
+        [("app".to_string(), label_index_func("app"))].into(),
+    );
+    for i in 0..5 {
+        idx.add(pod("ns", &format!("p{i}"), &[("app", "web")]))
+            .unwrap();
+    }
+    // Corrupt one stored entry, in the item map and the index alike.
+    let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
+    {
+        let mut s = idx.state.write();
+        s.compact
+            .items
+            .insert(ObjectKey::from("ns/p1"), Arc::clone(&bad));
+        for set in s.compact.indices[0].map.values_mut() {
+            if let Some(b) = set.get_mut("ns/p1") {
+                *b = Arc::clone(&bad);
+            }
+        }
+    }
+    let is_decode =
+        |e: &IndexerError| matches!(e, IndexerError::Decode { key, .. } if key.as_str() == "ns/p1");
+    assert!(is_decode(&idx.try_get_by_key("ns/p1").unwrap_err()));
+    assert!(idx.get_by_key("ns/p1").is_none());
+    assert!(idx.get_by_key("ns/p2").is_some());
+    assert!(is_decode(&idx.by_index("app", "web").unwrap_err()));
+    assert!(is_decode(&idx.try_list().unwrap_err()));
+    assert_eq!(idx.list().len(), 4);
+    assert!(is_decode(
+        &idx.update(pod("ns", "p1", &[("app", "db")])).unwrap_err()
+    ));
+    assert!(is_decode(&idx.delete_by_key("ns/p1").unwrap_err()));
+    assert!(idx.contains_key("ns/p1"));
+    // A replace drops the corrupt entry; its previous content reports it as an error.
+    let old = idx
+        .replace_take_old(vec![pod("ns", "p1", &[("app", "db")])], "2")
+        .unwrap();
+    assert!(is_decode(&old.try_get("ns/p1").unwrap_err()));
+    assert_eq!(idx.by_index("app", "db").unwrap().len(), 1);
+}
+
+#[test]
+fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
+    let idx = build(
+        Mode::Compact,
+        [("app".to_string(), label_index_func("app"))].into(),
+    );
+    let pods: Vec<Arc<Pod>> = (0..50)
+        .map(|i| {
+            pod(
+                &format!("ns-{}", i % 3),
+                &format!("p{i}"),
+                &[("app", "web")],
+            )
+        })
+        .collect();
+    for p in &pods {
+        idx.add(Arc::clone(p)).unwrap();
+    }
+    assert!(idx.compact_dictionary_len().is_some());
+    let s = idx.state.read();
+    assert!(s.compact.items.values().all(|b| b[0] == 1));
+    for set in s.compact.indices[0].map.values() {
+        assert!(set.values().all(|b| b[0] == 1));
+    }
+    drop(s);
+    for p in &pods {
+        let key = meta_namespace_key(p.as_ref()).unwrap();
+        assert_eq!(*idx.get_by_key(key.as_str()).unwrap(), **p);
+    }
+}
