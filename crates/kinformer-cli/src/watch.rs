@@ -78,8 +78,6 @@ enum WatchError {
     #[error("bad --index {0:?}: use `namespace` or `label:KEY`")]
     BadIndex(String),
     #[error(transparent)]
-    Factory(#[from] kinformer::cache::FactoryError),
-    #[error(transparent)]
     Informer(#[from] kinformer::cache::InformerError),
     #[error("{url}: {source}")]
     NoSync {
@@ -234,7 +232,7 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
     if let (Some(ns), Scope::Namespaced) = (&args.namespace, &caps.scope) {
         factory = factory.with_namespace(ns.clone());
     }
-    let informer = factory.dynamic_informer(&ar)?;
+    let informer = factory.dynamic_informer(&ar);
     let mut indexers = Indexers::new();
     for spec in &args.indexes {
         let (name, f) = parse_index(spec)?;

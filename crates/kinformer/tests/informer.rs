@@ -633,6 +633,7 @@ fn the_public_handles_are_send_and_sync() {
     fn check<T: Send + Sync + 'static>() {}
     check::<SharedIndexInformer<ConfigMap>>();
     check::<kinformer::cache::ReadOnlyIndexer<ConfigMap>>();
-    check::<kinformer::cache::SharedInformerFactory>();
+    check::<kinformer::cache::SharedInformerFactory<()>>();
+    check::<kinformer::cache::SharedInformerFactory<kube::Client>>();
     check::<InformerOptions<ConfigMap>>();
 }

@@ -138,8 +138,8 @@ async fn nothing_starts_after_shutdown() {
 #[cfg(feature = "kube")]
 mod over_kube {
     use k8s_openapi::api::core::v1::{Node, Pod};
+    use kinformer::cache::SharedInformerFactory;
     use kinformer::cache::listwatch::Selectors;
-    use kinformer::cache::{FactoryError, SharedInformerFactory};
     use kube_core::{ApiResource, GroupVersionKind};
 
     fn client() -> kube::Client {
@@ -155,12 +155,12 @@ mod over_kube {
                 label_selector: Some("app=web".into()),
                 field_selector: None,
             });
-        let pods = factory.informer::<Pod>().unwrap();
-        assert!(pods.ptr_eq(&factory.informer::<Pod>().unwrap()));
-        let nodes = factory.informer::<Node>().unwrap();
-        let meta = factory.metadata_informer::<Pod>().unwrap();
+        let pods = factory.informer::<Pod>();
+        assert!(pods.ptr_eq(&factory.informer::<Pod>()));
+        let nodes = factory.informer::<Node>();
+        let meta = factory.metadata_informer::<Pod>();
         let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("apps", "v1", "Deployment"));
-        let deployments = factory.dynamic_informer(&ar).unwrap();
+        let deployments = factory.dynamic_informer(&ar);
         assert_eq!(pods.name(), "/api/v1/namespaces/prod/pods labels=app=web");
         assert_eq!(
             nodes.name(),
@@ -172,15 +172,6 @@ mod over_kube {
         assert_eq!(
             deployments.name(),
             "/apis/apps/v1/namespaces/prod/deployments labels=app=web"
-        );
-    }
-
-    #[tokio::test]
-    async fn kube_informers_need_a_client() {
-        let factory = SharedInformerFactory::without_client();
-        assert_eq!(
-            factory.informer::<Pod>().err(),
-            Some(FactoryError::NoClient)
         );
     }
 }

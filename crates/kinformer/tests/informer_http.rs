@@ -242,8 +242,8 @@ async fn a_factory_informer_converges_after_watch_faults() {
     }
     let factory =
         SharedInformerFactory::new(server.client_without_retries().unwrap()).with_namespace(ns);
-    let informer = factory.informer::<Pod>().unwrap();
-    assert!(informer.ptr_eq(&factory.informer::<Pod>().unwrap()));
+    let informer = factory.informer::<Pod>();
+    assert!(informer.ptr_eq(&factory.informer::<Pod>()));
     let tracker = Arc::new(Tracker::default());
     informer.add_event_handler(Arc::clone(&tracker)).unwrap();
     let cancel = CancellationToken::new();

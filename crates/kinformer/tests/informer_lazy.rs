@@ -33,7 +33,7 @@ async fn a_lazy_compact_informer_decodes_only_what_handlers_ask_for() {
     let client = server.client_without_retries().unwrap();
     let factory = SharedInformerFactory::new(client)
         .with_storage::<Lazy<Pod>>(Storage::compact(CompactOptions::default().train_after(100)));
-    let pods = factory.informer::<Lazy<Pod>>().unwrap();
+    let pods = factory.informer::<Lazy<Pod>>();
     pods.add_indexers([(NAMESPACE_INDEX.to_string(), namespace_index_func())].into())
         .unwrap();
 

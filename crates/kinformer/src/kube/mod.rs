@@ -38,6 +38,7 @@
 
 mod decode;
 mod error;
+mod factory;
 #[cfg(feature = "protobuf")]
 mod protobuf;
 mod wire;

@@ -48,9 +48,6 @@ pub const EXPECTATIONS_TTL: Duration = Duration::from_secs(15);
 /// Why the controller could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum ControllerError {
-    /// The factory cannot build informers (no client).
-    #[error(transparent)]
-    Factory(#[from] kinformer::cache::FactoryError),
     /// An informer refused the index or a handler.
     #[error(transparent)]
     Informer(#[from] InformerError),
@@ -141,14 +138,14 @@ impl ReplicaSetController {
     /// come back to the work queue's backoff instead of being retried inside the client.
     ///
     /// # Errors
-    /// [`ControllerError`] if the factory has no client or an informer has already stopped.
+    /// [`ControllerError`] if an informer has already stopped.
     pub fn new(
-        factory: &SharedInformerFactory,
+        factory: &SharedInformerFactory<kube::Client>,
         client: kube::Client,
         queue: RateLimitingQueue<String>,
     ) -> Result<Self, ControllerError> {
-        let replicasets = factory.informer::<ReplicaSet>()?;
-        let pods = factory.informer::<Pod>()?;
+        let replicasets = factory.informer::<ReplicaSet>();
+        let pods = factory.informer::<Pod>();
         add_owner_indexes(&pods)?;
         let expectations = Arc::new(Expectations::new(EXPECTATIONS_TTL));
         let stats = Arc::new(ControllerStats::default());

@@ -27,23 +27,13 @@ use crate::cache::listwatch::Selectors;
 use crate::cache::sync::wait_named_for_cache_sync;
 use crate::cache::sync::{CacheSyncTimeout, HasSynced};
 
-/// Why the factory refused a request.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum FactoryError {
-    /// The factory was built without a `kube::Client`; only
-    /// [`informer_for`](SharedInformerFactory::informer_for) is available.
-    #[error("the informer factory has no kube client")]
-    NoClient,
-}
-
 /// What identifies one shared informer.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct FactoryKey {
-    type_id: TypeId,
-    resource: String,
-    namespace: Option<String>,
-    selectors: Selectors,
+pub(crate) struct FactoryKey {
+    pub(crate) type_id: TypeId,
+    pub(crate) resource: String,
+    pub(crate) namespace: Option<String>,
+    pub(crate) selectors: Selectors,
 }
 
 /// An informer with its type erased, as the factory runs it.
@@ -107,9 +97,11 @@ struct FactoryState {
 /// assert!(a.is_stopped());
 /// # });
 /// ```
-pub struct SharedInformerFactory {
-    #[cfg(feature = "kube")]
-    client: Option<::kube::Client>,
+pub struct SharedInformerFactory<C> {
+    /// What the factory builds list/watch sources from: `()` for a factory whose informers
+    /// come only from [`informer_for`](Self::informer_for), a `kube::Client` for one that
+    /// builds them itself (`SharedInformerFactory::new`, feature `kube`).
+    client: C,
     namespace: Option<String>,
     default_resync: Duration,
     selectors: Selectors,
@@ -120,7 +112,7 @@ pub struct SharedInformerFactory {
     tasks: TaskTracker,
 }
 
-impl fmt::Debug for SharedInformerFactory {
+impl<C> fmt::Debug for SharedInformerFactory<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.state.lock();
         let names: Vec<&str> = st.informers.values().map(|e| e.name.as_str()).collect();
@@ -134,20 +126,27 @@ impl fmt::Debug for SharedInformerFactory {
     }
 }
 
-impl Default for SharedInformerFactory {
+impl Default for SharedInformerFactory<()> {
     fn default() -> Self {
         Self::without_client()
     }
 }
 
-impl SharedInformerFactory {
-    /// A factory without a `kube` client: informers come from
+impl SharedInformerFactory<()> {
+    /// A factory without a client: informers come from
     /// [`informer_for`](Self::informer_for) with any
-    /// [`ListerWatcher`](super::ListerWatcher).
+    /// [`ListerWatcher`](crate::cache::listwatch::ListerWatcher).
     pub fn without_client() -> Self {
+        Self::with_client(())
+    }
+}
+
+impl<C> SharedInformerFactory<C> {
+    /// A factory whose informers are built from `client` (by the constructors of the
+    /// client's module, such as `SharedInformerFactory::new` for a `kube::Client`).
+    pub(crate) fn with_client(client: C) -> Self {
         Self {
-            #[cfg(feature = "kube")]
-            client: None,
+            client,
             namespace: None,
             default_resync: Duration::ZERO,
             selectors: Selectors::default(),
@@ -245,7 +244,12 @@ impl SharedInformerFactory {
         self.informer_keyed(key, make)
     }
 
-    fn informer_keyed<K>(
+    /// The client informers are built from.
+    pub(crate) fn client(&self) -> &C {
+        &self.client
+    }
+
+    pub(crate) fn informer_keyed<K>(
         &self,
         key: FactoryKey,
         make: impl FnOnce(InformerOptions<K>) -> SharedIndexInformer<K>,
@@ -403,118 +407,4 @@ fn describe(key: &FactoryKey) -> String {
         name.push_str(&format!(" fields={f}"));
     }
     name
-}
-
-#[cfg(feature = "kube")]
-mod with_kube {
-    use std::any::TypeId;
-
-    use kube_core::{
-        ApiResource, DynamicObject, NamespaceResourceScope, PartialObjectMeta, Resource,
-    };
-    use serde::de::DeserializeOwned;
-
-    use crate::cache::informer::SharedIndexInformer;
-    use crate::cache::informer::factory::FactoryKey;
-    use crate::cache::informer::{FactoryError, SharedInformerFactory};
-    use crate::kube::KubeListerWatcher;
-
-    impl SharedInformerFactory {
-        /// A factory whose informers list and watch through `client`
-        /// ([`KubeListerWatcher`]).
-        pub fn new(client: ::kube::Client) -> Self {
-            let mut f = Self::without_client();
-            f.client = Some(client);
-            f
-        }
-
-        /// The shared informer for the typed resource `K` (a `k8s-openapi` type or a custom
-        /// resource): in the factory's namespace if `K` is namespaced and one is set, else in
-        /// all namespaces; with the factory's selectors and resync period.
-        ///
-        /// # Errors
-        /// [`FactoryError::NoClient`] if built by
-        /// [`without_client`](SharedInformerFactory::without_client).
-        pub fn informer<K>(&self) -> Result<SharedIndexInformer<K>, FactoryError>
-        where
-            K: Resource + DeserializeOwned + Send + Sync + 'static,
-            K::DynamicType: Default,
-            K::Scope: 'static,
-        {
-            let namespace = self.namespace_for::<K::Scope>();
-            let url = K::url_path(&K::DynamicType::default(), namespace.as_deref());
-            self.kube_informer::<K>(url, namespace, false)
-        }
-
-        /// The shared informer for a resource known at run time, as `DynamicObject`s: in the
-        /// factory's namespace if one is set (so use a factory without a namespace for
-        /// cluster-scoped resources).
-        ///
-        /// # Errors
-        /// [`FactoryError::NoClient`] without a client.
-        pub fn dynamic_informer(
-            &self,
-            resource: &ApiResource,
-        ) -> Result<SharedIndexInformer<DynamicObject>, FactoryError> {
-            let namespace = self.namespace.clone();
-            let url = DynamicObject::url_path(resource, namespace.as_deref());
-            self.kube_informer::<DynamicObject>(url, namespace, false)
-        }
-
-        /// The shared informer for the metadata of `K` only (`PartialObjectMeta<K>`): far less
-        /// memory for large objects when handlers need names, labels and owners only.
-        ///
-        /// # Errors
-        /// [`FactoryError::NoClient`] without a client.
-        pub fn metadata_informer<K>(
-            &self,
-        ) -> Result<SharedIndexInformer<PartialObjectMeta<K>>, FactoryError>
-        where
-            K: Resource + Send + Sync + 'static,
-            K::DynamicType: Default,
-            K::Scope: 'static,
-            PartialObjectMeta<K>: Resource + DeserializeOwned,
-        {
-            let namespace = self.namespace_for::<K::Scope>();
-            let url = K::url_path(&K::DynamicType::default(), namespace.as_deref());
-            self.kube_informer::<PartialObjectMeta<K>>(url, namespace, true)
-        }
-
-        fn namespace_for<S: 'static>(&self) -> Option<String> {
-            if TypeId::of::<S>() == TypeId::of::<NamespaceResourceScope>() {
-                self.namespace.clone()
-            } else {
-                None
-            }
-        }
-
-        fn kube_informer<K>(
-            &self,
-            url: String,
-            namespace: Option<String>,
-            metadata: bool,
-        ) -> Result<SharedIndexInformer<K>, FactoryError>
-        where
-            K: Resource + DeserializeOwned + Send + Sync + 'static,
-        {
-            let client = self.client.clone().ok_or(FactoryError::NoClient)?;
-            let selectors = self.selectors.clone();
-            let key = FactoryKey {
-                type_id: TypeId::of::<K>(),
-                resource: url.clone(),
-                namespace,
-                selectors: selectors.clone(),
-            };
-            Ok(self.informer_keyed(key, move |options| {
-                let mut lw = KubeListerWatcher::<K>::from_parts(url, client, metadata);
-                if let Some(l) = &selectors.label_selector {
-                    lw = lw.labels(l);
-                }
-                if let Some(f) = &selectors.field_selector {
-                    lw = lw.fields(f);
-                }
-                SharedIndexInformer::new(lw, options)
-            }))
-        }
-    }
 }

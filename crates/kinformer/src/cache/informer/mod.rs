@@ -18,7 +18,8 @@ mod shared_index_informer;
 mod storage;
 
 pub use error::InformerError;
-pub use factory::{FactoryError, SharedInformerFactory};
+pub(crate) use factory::FactoryKey;
+pub use factory::SharedInformerFactory;
 pub use lister::{Lister, NamespaceLister};
 pub use options::{BackoffFactory, InformerOptions, QueueKind};
 pub use read_only::ReadOnlyIndexer;

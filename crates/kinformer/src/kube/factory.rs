@@ -1,0 +1,102 @@
+//! The [`SharedInformerFactory`] over a `kube::Client`: it builds each informer's
+//! [`KubeListerWatcher`] itself, from the type's URL and the factory's namespace and selectors.
+//!
+//! Only a factory that has a client offers these informers; asking a client-less factory for
+//! one does not compile (rather than failing at run time):
+//!
+//! ```compile_fail
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kinformer::cache::SharedInformerFactory;
+//!
+//! let pods = SharedInformerFactory::without_client().informer::<Pod>();
+//! ```
+
+use std::any::TypeId;
+
+use kube_core::{ApiResource, DynamicObject, NamespaceResourceScope, PartialObjectMeta, Resource};
+use serde::de::DeserializeOwned;
+
+use super::KubeListerWatcher;
+use crate::cache::informer::FactoryKey;
+use crate::cache::{SharedIndexInformer, SharedInformerFactory};
+
+impl SharedInformerFactory<::kube::Client> {
+    /// A factory whose informers list and watch through `client` ([`KubeListerWatcher`]).
+    pub fn new(client: ::kube::Client) -> Self {
+        Self::with_client(client)
+    }
+
+    /// The shared informer for the typed resource `K` (a `k8s-openapi` type or a custom
+    /// resource): in the factory's namespace if `K` is namespaced and one is set, else in
+    /// all namespaces; with the factory's selectors and resync period.
+    pub fn informer<K>(&self) -> SharedIndexInformer<K>
+    where
+        K: Resource + DeserializeOwned + Send + Sync + 'static,
+        K::DynamicType: Default,
+        K::Scope: 'static,
+    {
+        let namespace = self.namespace_for::<K::Scope>();
+        let url = K::url_path(&K::DynamicType::default(), namespace.as_deref());
+        self.kube_informer::<K>(url, namespace, false)
+    }
+
+    /// The shared informer for a resource known at run time, as `DynamicObject`s: in the
+    /// factory's namespace if one is set (so use a factory without a namespace for
+    /// cluster-scoped resources).
+    pub fn dynamic_informer(&self, resource: &ApiResource) -> SharedIndexInformer<DynamicObject> {
+        let namespace = self.namespace().map(str::to_owned);
+        let url = DynamicObject::url_path(resource, namespace.as_deref());
+        self.kube_informer::<DynamicObject>(url, namespace, false)
+    }
+
+    /// The shared informer for the metadata of `K` only (`PartialObjectMeta<K>`): far less
+    /// memory for large objects when handlers need names, labels and owners only.
+    pub fn metadata_informer<K>(&self) -> SharedIndexInformer<PartialObjectMeta<K>>
+    where
+        K: Resource + Send + Sync + 'static,
+        K::DynamicType: Default,
+        K::Scope: 'static,
+        PartialObjectMeta<K>: Resource + DeserializeOwned,
+    {
+        let namespace = self.namespace_for::<K::Scope>();
+        let url = K::url_path(&K::DynamicType::default(), namespace.as_deref());
+        self.kube_informer::<PartialObjectMeta<K>>(url, namespace, true)
+    }
+
+    fn namespace_for<S: 'static>(&self) -> Option<String> {
+        if TypeId::of::<S>() == TypeId::of::<NamespaceResourceScope>() {
+            self.namespace().map(str::to_owned)
+        } else {
+            None
+        }
+    }
+
+    fn kube_informer<K>(
+        &self,
+        url: String,
+        namespace: Option<String>,
+        metadata: bool,
+    ) -> SharedIndexInformer<K>
+    where
+        K: Resource + DeserializeOwned + Send + Sync + 'static,
+    {
+        let client = self.client().clone();
+        let selectors = self.selectors().clone();
+        let key = FactoryKey {
+            type_id: TypeId::of::<K>(),
+            resource: url.clone(),
+            namespace,
+            selectors: selectors.clone(),
+        };
+        self.informer_keyed(key, move |options| {
+            let mut lw = KubeListerWatcher::<K>::from_parts(url, client, metadata);
+            if let Some(l) = &selectors.label_selector {
+                lw = lw.labels(l);
+            }
+            if let Some(f) = &selectors.field_selector {
+                lw = lw.fields(f);
+            }
+            SharedIndexInformer::new(lw, options)
+        })
+    }
+}
