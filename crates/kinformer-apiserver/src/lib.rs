@@ -61,4 +61,4 @@ pub use resource::ResourceDef;
 pub use server::{ApiServer, ServerConfig, ServerError, TestServer};
 pub use status::ApiError;
 pub use store::{PatchType, Store, StoreConfig};
-pub use synthetic::{bench_pod, bench_pod_update, seed_bench_pods};
+pub use synthetic::{BenchPod, bench_pod, bench_pod_update, seed_bench_pods};

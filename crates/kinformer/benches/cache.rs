@@ -1,10 +1,10 @@
 //! Micro-benchmarks of the cache: indexer add/update/by_index and a DeltaFIFO / RealFIFO
-//! add + pop round trip. The fixed workloads (W4, W5) live in `kinformer bench cache`.
+//! add + pop round trip, on the bench pods of the fixed workloads (W4, W5), which
+//! `kinformer-bench cache` runs.
 
 #![allow(clippy::unwrap_used)] // benchmark setup: a failed step aborts the run
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
 
-use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
 
@@ -12,16 +12,11 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::fifo::{DeltaFifo, RealFifo, ReflectorSink};
 use kinformer::cache::store::{Indexer, NAMESPACE_INDEX, label_index_func, namespace_index_func};
+use kinformer_apiserver::BenchPod;
 
+/// Bench pod `i` as the cache workloads build it (with a resource version).
 fn pod(i: usize) -> Arc<Pod> {
-    let mut p = Pod::default();
-    p.metadata.name = Some(format!("pod-{i}"));
-    p.metadata.namespace = Some(format!("ns-{}", i % 100));
-    p.metadata.labels = Some(BTreeMap::from([(
-        "app".to_string(),
-        format!("a{}", i % 1000),
-    )]));
-    Arc::new(p)
+    Arc::new(BenchPod::new(i).resource_version(i as u64 + 1).typed())
 }
 
 fn indexer() -> Indexer<Pod> {

@@ -5,7 +5,7 @@
 //! small struct instead and keep the typed API. The projection is decoded straight from the
 //! JSON as served (serde skips every other field), or made from a decoded `Pod`.
 //!
-//! Figures for 100,000 bench pods (`kinformer bench cache` W4, W4P, W4-compact; counting
+//! Figures for 100,000 bench pods (`kinformer-bench cache` W4, W4P, W4-compact; counting
 //! allocator; heap bytes per object, the indexer with two indices included): typed `Pod`
 //! ≈ 6,320; a projection like this one ≈ 1,230 (most of it the `ObjectMeta`);
 //! `PartialObjectMeta<Pod>` (metadata only) ≈ 1,130; a compact indexer of full pods ≈ 254.

@@ -16,7 +16,7 @@
 //!
 //! # Which mode to pick
 //!
-//! Measured with `kinformer bench cache` (100,000 pods, counting allocator; heap bytes per
+//! Measured with `kinformer-bench cache` (100,000 pods, counting allocator; heap bytes per
 //! object including the indexer with two indices):
 //!
 //! | | typed | compact |

@@ -1,12 +1,21 @@
 //! A counting global allocator for the memory workloads: it forwards to the system allocator
 //! and keeps the number of bytes currently allocated.
 //!
-//! It only counts when installed as the program's global allocator, which must be done in
-//! `main.rs`:
+//! It only counts when installed as the program's global allocator (the `kinformer-bench`
+//! binary installs it; the product binary `kinformer` uses the system allocator):
 //!
-//! ```ignore
+//! ```
+//! use kinformer_bench::alloc::{CountingAlloc, live_bytes};
+//!
 //! #[global_allocator]
-//! static ALLOC: bench::alloc::CountingAlloc = bench::alloc::CountingAlloc;
+//! static ALLOC: CountingAlloc = CountingAlloc;
+//!
+//! # fn main() {
+//! let before = live_bytes();
+//! let buffer = vec![0u8; 4096];
+//! assert!(live_bytes() >= before + 4096);
+//! # drop(buffer);
+//! # }
 //! ```
 //!
 //! Heap figures are then `live_bytes()` after a phase minus `live_bytes()` before it.
@@ -22,7 +31,7 @@ fn grew(size: usize) {
     PEAK.fetch_max(now, Ordering::Relaxed);
 }
 
-/// The counting allocator; install it with `#[global_allocator]` in `main.rs`.
+/// The counting allocator; install it with `#[global_allocator]` in a binary's `main.rs`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CountingAlloc;
 

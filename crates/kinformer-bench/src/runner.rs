@@ -1,8 +1,8 @@
-//! `kinformer bench <group>`: runs the fixed benchmark workloads (W1–W6, E1, L0) and prints
+//! The runner: runs the fixed benchmark workloads (W1–W6, E1, L0, ...) of a group and prints
 //! their metrics.
 //!
 //! Every run of a workload happens in a fresh process: the parent re-executes its own binary as
-//! `kinformer bench-run <workload>` (a hidden subcommand), which runs the workload once and
+//! `kinformer-bench run <workload>` (a hidden subcommand), which runs the workload once and
 //! prints one JSON line `{"workload":"W1","metrics":{"adds_per_s":2450000.0,...}}`. The parent
 //! collects `--runs N` such lines per workload and prints, per metric, the median with the
 //! minimum and maximum:
@@ -16,34 +16,27 @@
 //!
 //! # Adding a group
 //!
-//! 1. Write `bench/<group>.rs` with a `pub(super) const GROUP: Group` naming the group, its
+//! 1. Write `src/<group>.rs` with a `pub(crate) const GROUP: Group` naming the group, its
 //!    workload ids in running order, and a `fn(&str) -> Result<Metrics, BenchError>` that runs
 //!    one workload (by id) in the current process and returns its metrics in display order.
 //!    Use exactly the metric names of BENCHMARKS.md; the unit column is derived from the name
 //!    (see [`unit_of`]).
-//! 2. Declare the module below and add its `GROUP` to [`GROUPS`]. `bench all` then includes
-//!    it, and `bench-run` finds its workloads by id.
-
-pub(crate) mod alloc;
-mod cache;
-mod e1;
-mod informer;
-mod realistic;
-mod workqueue;
-
-pub(crate) use e1::serve_for_bench;
+//! 2. Declare the module in `lib.rs` and add its `GROUP` to [`GROUPS`]. `kinformer-bench all`
+//!    then includes it, and `kinformer-bench run` finds its workloads by id.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 
-/// The metrics of one run, in display order: `(name, value)`.
-pub(crate) type Metrics = Vec<(String, f64)>;
+use crate::{cache, e1, workqueue};
 
-/// A set of workloads run together by `kinformer bench <name>`.
+/// The metrics of one run, in display order: `(name, value)`.
+pub type Metrics = Vec<(String, f64)>;
+
+/// A set of workloads run together by `kinformer-bench <name>`.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Group {
+pub struct Group {
     /// The group's name on the command line.
     pub name: &'static str,
     /// Workload ids, in running order.
@@ -53,7 +46,7 @@ pub(crate) struct Group {
 }
 
 /// Every group; `all` runs them in this order.
-const GROUPS: &[Group] = &[
+pub const GROUPS: &[Group] = &[
     workqueue::GROUP,
     Group {
         name: "cache",
@@ -65,7 +58,7 @@ const GROUPS: &[Group] = &[
 
 /// Adapts a group that reports `(metric, value, unit)` rows; the unit column is derived from
 /// the metric name by [`unit_of`], so the unit given here is dropped.
-fn rows_to_metrics(
+pub(crate) fn rows_to_metrics(
     workload: &str,
     rows: Result<Vec<(String, f64, String)>, String>,
 ) -> Result<Metrics, BenchError> {
@@ -86,9 +79,9 @@ fn rows_to_metrics(
     }
 }
 
-/// Errors of the bench command.
+/// Errors of the runner and the workloads.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum BenchError {
+pub enum BenchError {
     /// The group name is not known.
     #[error("unknown bench group `{0}` (known: {1}, all)")]
     UnknownGroup(String, String),
@@ -119,9 +112,9 @@ pub(crate) enum BenchError {
     Workload(&'static str, String),
 }
 
-/// Arguments of `kinformer bench`.
+/// Arguments of `kinformer-bench <group>`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct BenchArgs {
+pub struct BenchArgs {
     /// The group to run: workqueue, cache, informer, or all.
     group: String,
     /// Runs per workload (each in a fresh process); the median is printed.
@@ -135,8 +128,13 @@ pub(crate) struct BenchArgs {
     only: Vec<String>,
 }
 
-/// `kinformer bench`: runs every workload of the group `runs` times, each in a fresh process.
-pub(crate) fn run(args: &BenchArgs) -> Result<(), BenchError> {
+/// `kinformer-bench <group>`: runs every workload of the group `runs` times, each in a fresh
+/// process (this binary re-executed as `run <workload>`), and prints the summary or the JSON
+/// lines.
+///
+/// # Errors
+/// An unknown group, a workload process that fails or prints no result line, or an I/O error.
+pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     let groups: Vec<&Group> = if args.group == "all" {
         GROUPS.iter().collect()
     } else {
@@ -159,7 +157,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), BenchError> {
             for i in 0..args.runs {
                 eprintln!("bench: {workload} run {}/{}", i + 1, args.runs);
                 let output = Command::new(&exe)
-                    .arg("bench-run")
+                    .arg("run")
                     .arg(workload)
                     .stdin(Stdio::null())
                     .stderr(Stdio::inherit())
@@ -195,8 +193,11 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// `kinformer bench-run <workload>`: runs one workload here and prints its JSON line.
-pub(crate) fn run_one(workload: &str) -> Result<(), BenchError> {
+/// `kinformer-bench run <workload>`: runs one workload here and prints its JSON line.
+///
+/// # Errors
+/// An unknown workload, the workload's own failure, or an I/O error.
+pub fn run_one(workload: &str) -> Result<(), BenchError> {
     let group = GROUPS
         .iter()
         .find(|g| g.workloads.contains(&workload))
@@ -208,8 +209,8 @@ pub(crate) fn run_one(workload: &str) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// Prints the error of a bench command and exits with status 1.
-pub(crate) fn exit_on_error(result: Result<(), BenchError>) {
+/// Prints the error of a runner command and exits with status 1.
+pub fn exit_on_error(result: Result<(), BenchError>) {
     if let Err(e) = result {
         eprintln!("error: {e}");
         std::process::exit(1);
@@ -239,7 +240,7 @@ fn json_line(workload: &str, metrics: &Metrics) -> String {
     )
 }
 
-/// One run as printed by `bench-run`.
+/// One run as printed by `kinformer-bench run`.
 #[derive(Debug, serde::Deserialize)]
 struct RunLine {
     workload: String,
@@ -272,7 +273,7 @@ fn parse_line(line: &str) -> Result<(String, Metrics), String> {
 }
 
 /// The unit printed for a metric, derived from its name.
-pub(crate) fn unit_of(metric: &str) -> &'static str {
+pub fn unit_of(metric: &str) -> &'static str {
     if metric.contains("ns_per") {
         "ns"
     } else if metric.ends_with("_ms") || metric.contains("_ms_") {

@@ -9,14 +9,14 @@ use k8s_openapi::api::core::v1::Pod;
 const REALISTIC_TEMPLATE: &str = include_str!("realistic-pod.json");
 
 /// Generates W4R's realistic pods (BENCHMARKS.md rules) from one seeded generator.
-pub(super) struct RealisticPods {
+pub(crate) struct RealisticPods {
     rng: rand::rngs::StdRng,
     hashes: BTreeMap<(usize, usize), (String, String)>,
     digests: BTreeMap<usize, String>,
 }
 
 impl RealisticPods {
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         use rand::SeedableRng;
         RealisticPods {
             rng: rand::rngs::StdRng::seed_from_u64(42),
@@ -48,7 +48,7 @@ impl RealisticPods {
     }
 
     /// The JSON of pod `i`.
-    pub(super) fn json(&mut self, i: usize) -> String {
+    pub(crate) fn json(&mut self, i: usize) -> String {
         use rand::Rng;
         const HEX: &[u8] = b"0123456789abcdef";
         const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
@@ -106,7 +106,7 @@ impl RealisticPods {
             .replace("{{RESTARTS}}", &(i % 5).to_string())
     }
 
-    pub(super) fn pod(&mut self, i: usize) -> Result<Pod, String> {
+    pub(crate) fn pod(&mut self, i: usize) -> Result<Pod, String> {
         serde_json::from_str(&self.json(i)).map_err(|e| format!("realistic pod {i}: {e}"))
     }
 }

@@ -2,13 +2,12 @@
 //! W4R (memory with realistic pods, typed and compact) and W5 (delta queues as an informer
 //! drives them). Self-contained: `run("W4")` etc. return `(metric, value, unit)` rows.
 //!
-//! Heap figures need [`super::alloc::CountingAlloc`] installed as the global allocator.
+//! Heap figures need [`crate::alloc::CountingAlloc`] installed as the global allocator.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kinformer::cache::fifo::{DeltaFifo, DeltaQueue, RealFifo};
 use kinformer::cache::store::{
@@ -16,10 +15,11 @@ use kinformer::cache::store::{
     namespace_index_func,
 };
 use kinformer::cache::{CacheError, process_deltas};
+use kinformer_apiserver::BenchPod;
 use kube::core::PartialObjectMeta;
 
-use super::alloc::{live_bytes, peak_bytes, reset_peak};
-use super::realistic::RealisticPods;
+use crate::alloc::{live_bytes, peak_bytes, reset_peak};
+use crate::realistic::RealisticPods;
 
 /// The workloads this module runs.
 pub const WORKLOADS: &[&str] = &["W4", "W4-compact", "W4R", "W4P", "W5"];
@@ -50,38 +50,12 @@ pub fn run(workload: &str) -> Result<Vec<Row>, String> {
     }
 }
 
-/// The bench pod for index `i`, with label `app = a<app>`.
-pub fn bench_pod(i: usize, app: usize) -> Pod {
-    let mut pod = Pod::default();
-    let m = &mut pod.metadata;
-    m.name = Some(format!("pod-{i}"));
-    m.namespace = Some(format!("ns-{}", i % 100));
-    m.resource_version = Some((i + 1).to_string());
-    m.labels = Some(BTreeMap::from([
-        ("app".to_string(), format!("a{}", app % 1000)),
-        ("tier".to_string(), format!("t{}", i % 3)),
-    ]));
-    pod.spec = Some(PodSpec {
-        containers: vec![Container {
-            name: "app".into(),
-            image: Some(format!("registry.example/app:1.{}", i % 10)),
-            env: Some(vec![
-                EnvVar {
-                    name: "POD_INDEX".into(),
-                    value: Some(i.to_string()),
-                    ..Default::default()
-                },
-                EnvVar {
-                    name: "MODE".into(),
-                    value: Some("bench".into()),
-                    ..Default::default()
-                },
-            ]),
-            ..Default::default()
-        }],
-        ..Default::default()
-    });
-    pod
+/// The bench pod for index `i`, with label `app = a<app % 1000>` and resource version `i + 1`.
+fn bench_pod(i: usize, app: usize) -> Pod {
+    BenchPod::new(i)
+        .app(app)
+        .resource_version(i as u64 + 1)
+        .typed()
 }
 
 /// Nanoseconds the current thread has spent on a CPU (Linux `schedstat`), if available.

@@ -1,4 +1,4 @@
-//! The `informer` bench group: W6 (in process, see [`super::informer`]), and over HTTP against
+//! The `informer` bench group: W6 (in process, see `informer`), and over HTTP against
 //! the embedded API server running in its own process: E1 (kinformer's shared informer, typed,
 //! JSON), E1P (the same over protobuf), E1PC (E1P with compact storage), E1C (kinformer's lean
 //! informer: `Lazy<Pod>` in compact storage, JSON), E1-kube-runtime (kube-runtime's `watcher` +
@@ -8,7 +8,7 @@
 //!
 //! # The server process
 //!
-//! Each run spawns `kinformer bench-server --pods 100000 [--realistic]` (a hidden subcommand): it
+//! Each run spawns `kinformer-bench server --pods 100000 [--realistic]` (a hidden subcommand): it
 //! seeds 100,000 bench pods (or realistic pods), prints `url <url>`, then obeys commands on its stdin: `update <n>`
 //! replaces pods `0..n` once each, in order, directly in the server's store (the same
 //! revisions and watch events as an HTTP write, without an HTTP client in the way), and prints
@@ -53,11 +53,12 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::realistic::RealisticPods;
-use super::{BenchError, Group, Metrics};
+use crate::realistic::RealisticPods;
+use crate::runner::rows_to_metrics;
+use crate::{BenchError, Group, Metrics};
 
 /// The `informer` group.
-pub(super) const GROUP: Group = Group {
+pub(crate) const GROUP: Group = Group {
     name: "informer",
     workloads: &[
         "W6",
@@ -83,9 +84,7 @@ const WRITTEN_AT: &str = "kinformer.bench/written-us";
 
 fn run(workload: &str) -> Result<Metrics, BenchError> {
     match workload {
-        w if super::informer::WORKLOADS.contains(&w) => {
-            super::rows_to_metrics(w, super::informer::run(w))
-        }
+        w if crate::informer::WORKLOADS.contains(&w) => rows_to_metrics(w, crate::informer::run(w)),
         "E1" => block_on("E1", e1(Peer::typed(Wire::Json, false), false)),
         "E1P" => block_on("E1P", e1(Peer::typed(Wire::Protobuf, false), false)),
         "E1PC" => block_on("E1PC", e1(Peer::typed(Wire::Protobuf, true), false)),
@@ -144,11 +143,7 @@ struct ServerProcess {
 impl ServerProcess {
     fn spawn(pods: usize, realistic: bool) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
-        let mut args = vec![
-            "bench-server".to_string(),
-            "--pods".into(),
-            pods.to_string(),
-        ];
+        let mut args = vec!["server".to_string(), "--pods".into(), pods.to_string()];
         if realistic {
             args.push("--realistic".into());
         }
@@ -213,9 +208,9 @@ impl Drop for ServerProcess {
     }
 }
 
-/// `kinformer bench-server`: the server side of the E1 and L0 workloads (see the module
+/// `kinformer-bench server`: the server side of the E1 and L0 workloads (see the module
 /// documentation). Returns the process exit code.
-pub(crate) fn serve_for_bench(pods: usize, realistic: bool) -> i32 {
+pub fn serve_for_bench(pods: usize, realistic: bool) -> i32 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

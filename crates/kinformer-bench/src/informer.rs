@@ -7,14 +7,14 @@
 //! `run`; `modify_to_all_updates_ms` from the first of 100,000 modifications (objects built
 //! beforehand) to the handler's 100,000th update.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec};
+use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::testing::FakeListerWatcher;
 use kinformer::cache::{HasSynced, InformerOptions, ResourceEventHandler, SharedIndexInformer};
+use kinformer_apiserver::BenchPod;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -41,35 +41,7 @@ pub fn run(workload: &str) -> Result<Vec<Row>, String> {
 
 /// The bench pod for index `i` (BENCHMARKS.md), with environment `MODE=<mode>`.
 fn bench_pod(i: usize, mode: &str) -> Pod {
-    let mut pod = Pod::default();
-    let m = &mut pod.metadata;
-    m.name = Some(format!("pod-{i}"));
-    m.namespace = Some(format!("ns-{}", i % 100));
-    m.labels = Some(BTreeMap::from([
-        ("app".to_string(), format!("a{}", i % 1000)),
-        ("tier".to_string(), format!("t{}", i % 3)),
-    ]));
-    pod.spec = Some(PodSpec {
-        containers: vec![Container {
-            name: "app".into(),
-            image: Some(format!("registry.example/app:1.{}", i % 10)),
-            env: Some(vec![
-                EnvVar {
-                    name: "POD_INDEX".into(),
-                    value: Some(i.to_string()),
-                    ..Default::default()
-                },
-                EnvVar {
-                    name: "MODE".into(),
-                    value: Some(mode.into()),
-                    ..Default::default()
-                },
-            ]),
-            ..Default::default()
-        }],
-        ..Default::default()
-    });
-    pod
+    BenchPod::new(i).mode(mode).typed()
 }
 
 fn row(name: &str, value: f64, unit: &str) -> Row {

@@ -1,0 +1,24 @@
+//! The benchmark workloads of BENCHMARKS.md and the runner of the `kinformer-bench` binary.
+//!
+//! Where to start: [`GROUPS`] lists every workload by group; [`run`] runs a group's workloads,
+//! each in a fresh process, and prints their medians ([`runner`] describes the protocol).
+//!
+//! Module map: [`workqueue`] (W1–W3, also run scaled down by this crate's criterion benches),
+//! `cache` (W4, W4-compact, W4R, W4P, W5), `informer` (W6), `e1` (the `informer` group over
+//! HTTP: E1 and its variants, L0, L0P, F0, and the server process they run against), `realistic`
+//! (W4R's and E1R's realistic pods), [`alloc`] (the counting allocator the heap figures need).
+//! Bench pods come from [`kinformer_apiserver::BenchPod`], the builder the embedded server's
+//! synthetic pods use.
+
+pub mod alloc;
+mod cache;
+mod e1;
+mod informer;
+mod realistic;
+pub mod runner;
+pub mod workqueue;
+
+pub use e1::serve_for_bench;
+pub use runner::{
+    BenchArgs, BenchError, GROUPS, Group, Metrics, exit_on_error, run, run_one, unit_of,
+};
