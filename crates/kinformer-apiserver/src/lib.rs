@@ -34,8 +34,10 @@
 //! Module map: [`store`] (revisions, history, writes), [`list`] and [`watch`] (reads),
 //! [`media`] (JSON, and protobuf for built-in kinds),
 //! [`selector`], [`query`], [`resource`] and [`discovery`], [`status`] (errors), [`faults`],
-//! [`synthetic`] (bench pods), [`validate`] (what is refused, and how), [`server`].
+//! [`synthetic`] (bench pods), [`validate`] (what is refused, and how), [`config`] and
+//! [`server`].
 
+pub mod config;
 mod conn;
 pub mod discovery;
 pub mod faults;
@@ -55,10 +57,11 @@ pub mod synthetic;
 pub mod validate;
 pub mod watch;
 
+pub use config::ServerConfig;
 pub use faults::{Fault, FaultRule, Faults, InjectedFault, Target};
 pub use handle::typed_name;
 pub use resource::ResourceDef;
-pub use server::{ApiServer, ServerConfig, ServerError, TestServer};
+pub use server::{ApiServer, ServerError, TestServer};
 pub use status::ApiError;
 pub use store::{PatchType, Store, StoreConfig};
 pub use synthetic::{BenchPod, bench_pod, bench_pod_update, seed_bench_pods};

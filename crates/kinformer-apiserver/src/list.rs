@@ -63,7 +63,7 @@ pub fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
 
 /// Whether an object matches label and field selectors.
 pub fn selects(label: &LabelSelector, field: &FieldSelector, o: &StoredObject) -> bool {
-    if !label.matches(&o.labels) {
+    if !label.matches(Some(&o.labels)) {
         return false;
     }
     if field.is_empty() {

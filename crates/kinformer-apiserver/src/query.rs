@@ -213,7 +213,7 @@ mod tests {
             "labelSelector=app%20in%20(a%2Cb)&fieldSelector=metadata.name%3Dx",
         ))
         .unwrap();
-        assert_eq!(q.label_selector.0.len(), 1);
+        assert_eq!(q.label_selector.requirements().len(), 1);
         assert_eq!(q.field_selector.0.len(), 1);
     }
 
@@ -223,5 +223,27 @@ mod tests {
         assert!(Query::parse(Some("limit=-1")).is_err());
         assert!(Query::parse(Some("labelSelector=a%20in%20b")).is_err());
         assert!(Query::parse(Some("x=%zz")).is_err());
+    }
+
+    #[test]
+    fn bad_label_selectors_answer_as_kubernetes() {
+        for (query, message) in [
+            (
+                "labelSelector=a%20in%20b",
+                "unable to parse requirement: found 'b' expected: '('",
+            ),
+            (
+                "labelSelector=a%3D1%2C",
+                "found '', expected: identifier after ','",
+            ),
+            (
+                "labelSelector=app%3Dx%24",
+                "unable to parse requirement: values[0][app]: Invalid value: \"x$\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            ),
+        ] {
+            let e = Query::parse(Some(query)).unwrap_err();
+            assert_eq!((e.code, e.reason), (400, "BadRequest"), "{query}");
+            assert_eq!(e.message, message, "{query}");
+        }
     }
 }

@@ -14,6 +14,7 @@ use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::config::ServerConfig;
 use crate::discovery;
 use crate::faults::{Fault, Faults, RequestKind};
 use crate::host;
@@ -22,7 +23,6 @@ use crate::media::{self, Format};
 use crate::object::StoredObject;
 use crate::query::{Query, RvMatch};
 use crate::resource::ResourceDef;
-use crate::server::ServerConfig;
 use crate::status::ApiError;
 use crate::store::{PatchType, Store};
 use crate::validate;

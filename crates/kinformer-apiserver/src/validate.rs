@@ -43,28 +43,13 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
 /// True for a label value: empty, or at most 63 characters `[A-Za-z0-9-_.]` starting and
 /// ending alphanumeric.
 pub fn is_label_value(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.is_empty()
-        || (b.len() <= 63
-            && b.iter()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-            && b.first().is_some_and(u8::is_ascii_alphanumeric)
-            && b.last().is_some_and(u8::is_ascii_alphanumeric))
+    kinformer_labels::is_valid_value(s)
 }
 
 /// True for a qualified name (label and annotation keys): an optional DNS-1123 subdomain
 /// prefix and `/`, then a non-empty label-value-like name.
 pub fn is_qualified_name(s: &str) -> bool {
-    let name = match s.split_once('/') {
-        Some((prefix, name)) => {
-            if !is_dns1123_subdomain(prefix) {
-                return false;
-            }
-            name
-        }
-        None => s,
-    };
-    !name.is_empty() && is_label_value(name)
+    kinformer_labels::is_valid_key(s)
 }
 
 /// The object name rule: 422 unless a DNS-1123 subdomain (namespaces: a DNS-1123 label).
