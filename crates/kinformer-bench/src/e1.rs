@@ -53,9 +53,9 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::group::rows_to_metrics;
+use crate::group::{BenchError, Group, Metrics};
 use crate::realistic::RealisticPods;
-use crate::runner::rows_to_metrics;
-use crate::{BenchError, Group, Metrics};
 
 /// The `informer` group.
 pub(crate) const GROUP: Group = Group {
@@ -106,8 +106,9 @@ fn block_on(
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| BenchError::Workload(id, format!("building the runtime: {e}")))?;
-    rt.block_on(f).map_err(|e| BenchError::Workload(id, e))
+        .map_err(|e| BenchError::Workload(id.into(), format!("building the runtime: {e}")))?;
+    rt.block_on(f)
+        .map_err(|e| BenchError::Workload(id.into(), e))
 }
 
 /// Which client follows the server.

@@ -13,6 +13,7 @@
 pub mod alloc;
 mod cache;
 mod e1;
+mod group;
 mod informer;
 mod realistic;
 pub mod runner;

@@ -12,7 +12,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
 
-use crate::{BenchError, Group, Metrics};
+use crate::group::{BenchError, Group, Metrics};
 
 /// The workqueue group.
 pub(crate) const GROUP: Group = Group {
@@ -112,12 +112,12 @@ impl Contention {
             .collect();
         for p in producers {
             p.await
-                .map_err(|e| BenchError::Workload("W1", e.to_string()))?;
+                .map_err(|e| BenchError::Workload("W1".into(), e.to_string()))?;
         }
         queue.shut_down_with_drain().await;
         for w in workers {
             w.await
-                .map_err(|e| BenchError::Workload("W1", e.to_string()))?;
+                .map_err(|e| BenchError::Workload("W1".into(), e.to_string()))?;
         }
         Ok(gets.load(Ordering::Relaxed))
     }
@@ -217,11 +217,11 @@ impl Delaying {
         }
         let (lateness_ms, last) = consumer
             .await
-            .map_err(|e| BenchError::Workload("W3", e.to_string()))?;
+            .map_err(|e| BenchError::Workload("W3".into(), e.to_string()))?;
         queue.shut_down();
         if lateness_ms.len() != n {
             return Err(BenchError::Workload(
-                "W3",
+                "W3".into(),
                 format!("only {} of {n} items arrived", lateness_ms.len()),
             ));
         }

@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
+use kube_core::Resource;
+
 use crate::cache::meta::CacheError;
+use crate::cache::store::ExpirationCache;
 
 /// What a reflector writes into: client-go's `Store` interface as used by `Reflector`.
 ///
@@ -23,6 +26,31 @@ pub trait ReflectorSink<K>: Send + Sync + 'static {
     /// A bookmark advanced the resource version without a change. Queues that deliver
     /// bookmarks as deltas override this; the default ignores it.
     fn bookmark(&self, _resource_version: &str) -> Result<(), CacheError> {
+        Ok(())
+    }
+}
+
+/// A TTL store can be filled by a reflector directly (client-go's `ExpirationCache` as a
+/// reflector's `Store`).
+impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for ExpirationCache<K> {
+    fn add(&self, obj: Arc<K>) -> Result<(), CacheError> {
+        Ok(ExpirationCache::add(self, obj)?)
+    }
+
+    fn update(&self, obj: Arc<K>) -> Result<(), CacheError> {
+        Ok(ExpirationCache::update(self, obj)?)
+    }
+
+    fn delete(&self, obj: Arc<K>) -> Result<(), CacheError> {
+        Ok(ExpirationCache::delete(self, &obj)?)
+    }
+
+    fn replace(&self, objs: Vec<Arc<K>>, _resource_version: &str) -> Result<(), CacheError> {
+        Ok(ExpirationCache::replace(self, objs)?)
+    }
+
+    /// Nothing to do (client-go's `Resync` of an expiration cache is a no-op).
+    fn resync(&self) -> Result<(), CacheError> {
         Ok(())
     }
 }

@@ -12,7 +12,8 @@
 //! One difference from client-go: [`list_keys`](ExpirationCache::list_keys) leaves out
 //! expired keys (client-go's `ListKeys` returns them until they are read).
 //!
-//! It implements [`ReflectorSink`], so a [`Reflector`](super::Reflector) can fill it.
+//! It implements [`ReflectorSink`](crate::cache::fifo::ReflectorSink), so a
+//! [`Reflector`](crate::cache::reflector::Reflector) can fill it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -23,8 +24,7 @@ use kube_core::Resource;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use crate::cache::fifo::ReflectorSink;
-use crate::cache::meta::{CacheError, KeyError};
+use crate::cache::meta::KeyError;
 use crate::cache::meta::{ObjectKey, meta_namespace_key};
 
 /// An object with the time it was written: client-go's `TimestampedEntry`.
@@ -209,29 +209,6 @@ impl<K: Resource + Send + Sync + 'static> ExpirationCache<K> {
     }
 }
 
-impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for ExpirationCache<K> {
-    fn add(&self, obj: Arc<K>) -> Result<(), CacheError> {
-        Ok(ExpirationCache::add(self, obj)?)
-    }
-
-    fn update(&self, obj: Arc<K>) -> Result<(), CacheError> {
-        Ok(ExpirationCache::update(self, obj)?)
-    }
-
-    fn delete(&self, obj: Arc<K>) -> Result<(), CacheError> {
-        Ok(ExpirationCache::delete(self, &obj)?)
-    }
-
-    fn replace(&self, objs: Vec<Arc<K>>, _resource_version: &str) -> Result<(), CacheError> {
-        Ok(ExpirationCache::replace(self, objs)?)
-    }
-
-    /// Nothing to do (client-go's `Resync` of an expiration cache is a no-op).
-    fn resync(&self) -> Result<(), CacheError> {
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::Pod;
@@ -286,7 +263,8 @@ mod tests {
         let c = ExpirationCache::<Pod>::new_ttl_store(secs(10));
         c.add(pod("ns", "gone", &[])).unwrap();
         tokio::time::advance(secs(9)).await;
-        ReflectorSink::replace(&c, vec![pod("ns", "x", &[]), pod("ns", "y", &[])], "5").unwrap();
+        c.replace(vec![pod("ns", "x", &[]), pod("ns", "y", &[])])
+            .unwrap();
         assert!(c.get_by_key("ns/gone").is_none());
         tokio::time::advance(secs(10)).await;
         assert_eq!(c.list().len(), 2);

@@ -1,0 +1,155 @@
+//! Tests of the store's revision, history and write rules.
+
+use super::*;
+
+fn store(max_events: usize) -> (Store, usize) {
+    let s = Store::new(
+        ResourceDef::builtins(),
+        StoreConfig {
+            max_events,
+            ..StoreConfig::default()
+        },
+    );
+    let (ridx, _) = s.resolve("configmaps").unwrap();
+    (s, ridx)
+}
+
+fn cm(name: &str) -> Value {
+    json!({"metadata": {"name": name}})
+}
+
+#[test]
+fn every_write_bumps_the_one_global_revision() {
+    let (s, cms) = store(100);
+    let (pods, _) = s.resolve("pods").unwrap();
+    assert_eq!(s.create_at(cms, Some("a"), cm("x")).unwrap().revision, 1);
+    assert_eq!(s.create_at(pods, Some("a"), cm("x")).unwrap().revision, 2);
+    assert_eq!(
+        s.delete_at(cms, Some("a"), "x", None, None)
+            .unwrap()
+            .revision,
+        3
+    );
+    assert_eq!(s.revision(), 3);
+    let evs = s.events_after(0, 10).unwrap();
+    assert_eq!(
+        evs.iter().map(|e| e.revision).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert_eq!(evs[2].kind, EventType::Deleted);
+}
+
+#[test]
+fn history_is_bounded_and_compaction_makes_old_revisions_gone() {
+    let (s, cms) = store(3);
+    for i in 0..5 {
+        s.create_at(cms, Some("a"), cm(&format!("c{i}"))).unwrap();
+    }
+    assert_eq!(s.compacted_revision(), 2);
+    assert_eq!(s.events_after(1, 10).unwrap_err().code, 410);
+    assert_eq!(s.events_after(2, 10).unwrap().len(), 3);
+    assert_eq!(
+        s.list_page(cms, None, Some(1), None, 0, |_| true)
+            .unwrap_err()
+            .code,
+        410
+    );
+    assert_eq!(
+        s.list_page(cms, None, Some(3), None, 0, |_| true)
+            .unwrap()
+            .items
+            .len(),
+        3
+    );
+    s.compact_all();
+    assert_eq!(s.events_after(4, 10).unwrap_err().code, 410);
+    assert!(s.events_after(5, 10).unwrap().is_empty());
+}
+
+#[test]
+fn lists_at_a_past_revision_undo_later_writes() {
+    let (s, cms) = store(100);
+    s.create_at(cms, Some("a"), cm("x")).unwrap();
+    s.create_at(cms, Some("a"), cm("y")).unwrap();
+    s.patch_at(
+        cms,
+        Some("a"),
+        "x",
+        PatchType::Merge,
+        &json!({"data": {"k": "v"}}),
+        false,
+    )
+    .unwrap();
+    s.delete_at(cms, Some("a"), "y", None, None).unwrap();
+    s.create_at(cms, Some("a"), cm("z")).unwrap();
+    let at2 = s.list_page(cms, None, Some(2), None, 0, |_| true).unwrap();
+    let keys: Vec<(String, u64)> = at2.items.iter().map(|o| (o.key(), o.revision)).collect();
+    assert_eq!(keys, vec![("a/x".into(), 1), ("a/y".into(), 2)]);
+    let page = s
+        .list_page(cms, None, Some(2), Some("a/x"), 1, |_| true)
+        .unwrap();
+    assert_eq!(page.items[0].key(), "a/y");
+    assert_eq!(page.more_after, None);
+    let first = s
+        .list_page(cms, Some("a"), None, None, 1, |_| true)
+        .unwrap();
+    assert_eq!(first.more_after.as_deref(), Some("a/x"));
+    assert!(
+        s.list_page(cms, Some("b"), None, None, 0, |_| true)
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(
+        s.list_page(cms, None, Some(99), None, 0, |_| true)
+            .unwrap_err()
+            .code,
+        504
+    );
+}
+
+#[test]
+fn identical_updates_write_nothing() {
+    let (s, cms) = store(100);
+    let o = s.create_at(cms, Some("a"), cm("x")).unwrap();
+    let same = s
+        .update_at(cms, Some("a"), "x", o.to_value().unwrap(), false)
+        .unwrap();
+    assert_eq!(same.revision, 1);
+    assert_eq!(s.revision(), 1);
+}
+
+#[test]
+fn finalizers_hold_a_deleted_object_until_the_last_is_removed() {
+    let (s, cms) = store(100);
+    s.create_at(
+        cms,
+        Some("a"),
+        json!({"metadata": {"name": "x", "finalizers": ["f1", "f2"]}}),
+    )
+    .unwrap();
+    let marked = s.delete_at(cms, Some("a"), "x", None, None).unwrap();
+    assert!(marked.to_value().unwrap()["metadata"]["deletionTimestamp"].is_string());
+    assert!(s.get_at(cms, Some("a"), "x").is_some());
+    s.patch_at(
+        cms,
+        Some("a"),
+        "x",
+        PatchType::Merge,
+        &json!({"metadata": {"finalizers": ["f2"]}}),
+        false,
+    )
+    .unwrap();
+    assert!(s.get_at(cms, Some("a"), "x").is_some());
+    s.patch_at(
+        cms,
+        Some("a"),
+        "x",
+        PatchType::Merge,
+        &json!({"metadata": {"finalizers": []}}),
+        false,
+    )
+    .unwrap();
+    assert!(s.get_at(cms, Some("a"), "x").is_none());
+    assert_eq!(s.events_after(3, 10).unwrap()[0].kind, EventType::Deleted);
+}
