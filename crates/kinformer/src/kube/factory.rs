@@ -22,6 +22,33 @@ use crate::cache::{SharedIndexInformer, SharedInformerFactory};
 
 impl SharedInformerFactory<::kube::Client> {
     /// A factory whose informers list and watch through `client` ([`KubeListerWatcher`]).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    /// use kinformer::cache::SharedInformerFactory;
+    /// use kinformer_apiserver::ApiServer;
+    /// use serde_json::json;
+    /// use tokio_util::sync::CancellationToken;
+    ///
+    /// let server = ApiServer::start().await.unwrap();
+    /// let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+    /// server.store().create("configmaps", "ns", cm).unwrap();
+    ///
+    /// let factory = SharedInformerFactory::new(server.client().unwrap()).with_namespace("ns");
+    /// let configmaps = factory.informer::<ConfigMap>();
+    /// assert!(configmaps.ptr_eq(&factory.informer::<ConfigMap>()), "one informer per type");
+    /// let pods = factory.informer::<Pod>();
+    ///
+    /// let cancel = CancellationToken::new();
+    /// factory.start(&cancel);
+    /// let synced = factory.wait_for_cache_sync(&cancel).await;
+    /// assert!(synced.values().all(|s| *s));
+    /// assert_eq!(configmaps.get_indexer().list_keys()[0].as_str(), "ns/a");
+    /// assert!(pods.get_indexer().is_empty());
+    /// factory.shutdown().await;
+    /// # });
+    /// ```
     pub fn new(client: ::kube::Client) -> Self {
         Self::with_client(client)
     }

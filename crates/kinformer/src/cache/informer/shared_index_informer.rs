@@ -93,22 +93,24 @@ struct Inner<K> {
 ///   only to handlers whose resync period is due.
 ///
 /// # Example
+/// Against the embedded API server (any cluster works the same way):
 /// ```
-/// # tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap().block_on(async {
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kinformer::cache::testing::FakeListerWatcher;
 /// use kinformer::cache::{HasSynced, InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer};
-/// use kube_core::ObjectMeta;
+/// use kinformer::kube::KubeListerWatcher;
+/// use kinformer_apiserver::ApiServer;
+/// use kube::Api;
+/// use serde_json::json;
 /// use tokio_util::sync::CancellationToken;
 ///
-/// let cm = |name: &str| ConfigMap {
-///     metadata: ObjectMeta { name: Some(name.into()), namespace: Some("ns".into()), ..Default::default() },
-///     ..Default::default()
-/// };
-/// let lw = FakeListerWatcher::new();
-/// lw.add(cm("a")).unwrap();
-/// let informer = SharedIndexInformer::new(lw.clone(), InformerOptions::new("configmaps"));
+/// let server = ApiServer::start().await.unwrap();
+/// let cm = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+/// server.store().create("configmaps", "ns", cm("a")).unwrap();
+///
+/// let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), "ns");
+/// let informer = SharedIndexInformer::new(KubeListerWatcher::new(api), InformerOptions::new("configmaps"));
 /// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
 /// let registration = informer
 ///     .add_event_handler(ResourceEventHandlerFuncs::new().on_add(move |o: &Arc<ConfigMap>, _| {
@@ -122,8 +124,8 @@ struct Inner<K> {
 /// });
 /// registration.wait_synced().await;
 /// assert_eq!(rx.recv().await.unwrap().as_deref(), Some("a"));
-/// lw.add(cm("b")).unwrap();
-/// assert_eq!(rx.recv().await.unwrap().as_deref(), Some("b"));
+/// server.store().create("configmaps", "ns", cm("b")).unwrap();
+/// assert_eq!(rx.recv().await.unwrap().as_deref(), Some("b"), "from the watch");
 /// assert_eq!(informer.get_indexer().len(), 2);
 /// cancel.cancel();
 /// run.await.unwrap().unwrap();

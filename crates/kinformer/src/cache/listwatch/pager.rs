@@ -26,27 +26,24 @@ pub struct PagedList<K> {
 /// Fetches a whole list page by page.
 ///
 /// ```
-/// # tokio_test_block(async {
-/// use kinformer::cache::testing::FakeListerWatcher;
-/// use kinformer::cache::listwatch::{ListOptions, ListPager};
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kube_core::ObjectMeta;
+/// use kinformer::cache::listwatch::{ListOptions, ListPager};
+/// use kinformer::kube::KubeListerWatcher;
+/// use kinformer_apiserver::ApiServer;
+/// use kube::Api;
+/// use serde_json::json;
 ///
-/// let lw = FakeListerWatcher::<ConfigMap>::new();
+/// let server = ApiServer::start().await.unwrap();
 /// for i in 0..3 {
-///     lw.add(ConfigMap {
-///         metadata: ObjectMeta { name: Some(format!("cm-{i}")), namespace: Some("default".into()), ..Default::default() },
-///         ..Default::default()
-///     }).unwrap();
+///     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("cm-{i}")}});
+///     server.store().create("configmaps", "default", cm).unwrap();
 /// }
+/// let lw = KubeListerWatcher::new(Api::<ConfigMap>::namespaced(server.client().unwrap(), "default"));
 /// let paged = ListPager::new(2).list(&lw, ListOptions::default()).await.unwrap();
 /// assert_eq!(paged.list.items.len(), 3);
-/// assert!(paged.paginated);
-/// assert_eq!(lw.list_calls().len(), 2);
+/// assert!(paged.paginated, "two pages of at most 2");
 /// # });
-/// # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
-/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
-/// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListPager {

@@ -152,50 +152,52 @@ impl BackoffManager for FixedBackoff {
 ///   handler) and retried.
 ///
 /// # Example
+/// A reflector over the embedded API server, writing the names it sees into a channel:
 /// ```
-/// # tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap().block_on(async {
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kinformer::cache::CacheError;
-/// use kinformer::cache::testing::FakeListerWatcher;
-/// use kinformer::cache::reflector::{Reflector, ReflectorOptions};
 /// use kinformer::cache::fifo::ReflectorSink;
-/// use kube_core::ObjectMeta;
-/// use parking_lot::Mutex;
+/// use kinformer::cache::reflector::{Reflector, ReflectorOptions};
+/// use kinformer::kube::KubeListerWatcher;
+/// use kinformer_apiserver::ApiServer;
+/// use kube::Api;
+/// use serde_json::json;
+/// use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 /// use tokio_util::sync::CancellationToken;
 ///
-/// #[derive(Default)]
-/// struct Names(Mutex<Vec<String>>);
+/// struct Names(UnboundedSender<String>);
+/// impl Names {
+///     fn send(&self, o: &ConfigMap) { let _ = self.0.send(o.metadata.name.clone().unwrap_or_default()); }
+/// }
 /// impl ReflectorSink<ConfigMap> for Names {
-///     fn add(&self, o: Arc<ConfigMap>) -> Result<(), CacheError> { self.0.lock().push(o.metadata.name.clone().unwrap_or_default()); Ok(()) }
+///     fn add(&self, o: Arc<ConfigMap>) -> Result<(), CacheError> { self.send(&o); Ok(()) }
 ///     fn update(&self, _: Arc<ConfigMap>) -> Result<(), CacheError> { Ok(()) }
 ///     fn delete(&self, _: Arc<ConfigMap>) -> Result<(), CacheError> { Ok(()) }
 ///     fn replace(&self, objs: Vec<Arc<ConfigMap>>, _: &str) -> Result<(), CacheError> {
-///         self.0.lock().extend(objs.iter().map(|o| o.metadata.name.clone().unwrap_or_default())); Ok(())
+///         objs.iter().for_each(|o| self.send(o)); Ok(())
 ///     }
 ///     fn resync(&self) -> Result<(), CacheError> { Ok(()) }
 /// }
 ///
-/// let cm = |name: &str| ConfigMap {
-///     metadata: ObjectMeta { name: Some(name.into()), namespace: Some("ns".into()), ..Default::default() },
-///     ..Default::default()
-/// };
-/// let lw = FakeListerWatcher::new();
-/// lw.add(cm("a")).unwrap();
-/// let sink = Arc::new(Names::default());
-/// let reflector = Arc::new(Reflector::new(lw.clone(), sink.clone(), ReflectorOptions::default()));
+/// let server = ApiServer::start().await.unwrap();
+/// let cm = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+/// server.store().create("configmaps", "ns", cm("a")).unwrap();
+/// let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), "ns");
+/// let (tx, mut rx) = unbounded_channel();
+/// let reflector = Arc::new(Reflector::new(KubeListerWatcher::new(api), Arc::new(Names(tx)), ReflectorOptions::default()));
 /// let cancel = CancellationToken::new();
 /// let task = tokio::spawn({
 ///     let (r, c) = (reflector.clone(), cancel.clone());
 ///     async move { r.run(c).await }
 /// });
-/// tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-/// lw.add(cm("b")).unwrap();
-/// tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-/// assert_eq!(*sink.0.lock(), ["a", "b"]);
-/// assert_eq!(reflector.last_sync_resource_version(), "2");
+/// assert_eq!(rx.recv().await.as_deref(), Some("a"), "from the list");
+/// server.store().create("configmaps", "ns", cm("b")).unwrap();
+/// assert_eq!(rx.recv().await.as_deref(), Some("b"), "from the watch");
 /// cancel.cancel();
 /// task.await.unwrap().unwrap();
+/// assert!(!reflector.last_sync_resource_version().is_empty());
 /// # });
 /// ```
 pub struct Reflector<K, L> {
