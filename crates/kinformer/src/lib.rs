@@ -7,6 +7,8 @@
 //!   drain.
 //! - [`cache`]: list & watch → reflector → delta queue → indexed cache → shared informer and
 //!   its handlers, plus listers for reading the cache.
+//! - [`controller`]: owner indexes, expectations and the worker loop of client-go's
+//!   controllers.
 //! - [`leaderelection`]: run a controller in one replica at a time (a `Lease` or an in-memory
 //!   lock).
 //!
@@ -15,6 +17,7 @@
 //! to handlers, and handlers enqueue keys on a `workqueue` that workers drain.
 
 pub mod cache;
+pub mod controller;
 #[cfg(feature = "kube")]
 pub mod kube;
 pub mod leaderelection;

@@ -7,7 +7,7 @@
 //!   the owner's `namespace/name` ([`CONTROLLER_KEY_INDEX`]), to clean up after a deleted
 //!   ReplicaSet.
 //! - **Handlers only enqueue keys**: a ReplicaSet event enqueues its key; a pod event enqueues
-//!   its owner's key and lowers the owner's [`Expectations`].
+//!   its owner's key and lowers the owner's [`ControllerExpectations`].
 //! - **A rate-limited work queue and N workers**: a failed sync (conflict, server error) goes
 //!   back through `add_rate_limited`; a successful one calls `forget`.
 //! - **Listers**: a sync reads the ReplicaSet and its pods from the caches, never from the
@@ -16,7 +16,6 @@
 //! The same file is the `replicaset_controller` example of the `kinformer` crate and the
 //! controller of `kinformer demo`.
 
-mod expectations;
 mod plan;
 
 use std::sync::Arc;
@@ -36,10 +35,14 @@ use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use tokio_util::sync::CancellationToken;
 
-pub use expectations::Expectations;
+use kinformer::controller::{
+    Action, ControllerExpectations, controller_key_index_func, controller_uid_index_func,
+    run_workers,
+};
+pub use kinformer::controller::{CONTROLLER_KEY_INDEX, CONTROLLER_UID_INDEX, controller_of};
 pub use plan::{
-    CONTROLLER_KEY_INDEX, CONTROLLER_UID_INDEX, Plan, computed_status, controller_of,
-    controlling_replicaset_key, desired_replicas, is_pod_active, is_pod_ready, new_pod, plan,
+    Plan, computed_status, controlling_replicaset_key, desired_replicas, is_pod_active,
+    is_pod_ready, new_pod, plan,
 };
 
 /// How long a sync's expectations are trusted before the cache is believed instead.
@@ -111,7 +114,7 @@ struct Inner {
     replicasets: SharedIndexInformer<ReplicaSet>,
     pods: SharedIndexInformer<Pod>,
     queue: RateLimitingQueue<String>,
-    expectations: Arc<Expectations>,
+    expectations: Arc<ControllerExpectations>,
     stats: Arc<ControllerStats>,
 }
 
@@ -147,7 +150,7 @@ impl ReplicaSetController {
         let replicasets = factory.informer::<ReplicaSet>();
         let pods = factory.informer::<Pod>();
         add_owner_indexes(&pods)?;
-        let expectations = Arc::new(Expectations::new(EXPECTATIONS_TTL));
+        let expectations = Arc::new(ControllerExpectations::new(EXPECTATIONS_TTL));
         let stats = Arc::new(ControllerStats::default());
         replicasets.add_event_handler(ReplicaSetHandler {
             queue: queue.clone(),
@@ -202,42 +205,26 @@ impl ReplicaSetController {
             return;
         }
         tracing::info!(workers, "caches synced; starting workers");
-        let tasks: Vec<_> = (0..workers.max(1))
-            .map(|_| {
-                let (me, cancel) = (self.clone(), cancel.clone());
-                tokio::spawn(async move { me.worker(cancel).await })
-            })
-            .collect();
-        cancel.cancelled().await;
-        self.inner.queue.shut_down();
-        for t in tasks {
-            if let Err(e) = t.await {
-                tracing::error!(error = %e, "worker task failed");
-            }
-        }
+        let me = self.clone();
+        let reconcile = move |key: String| {
+            let me = me.clone();
+            async move { me.reconcile(&key).await }
+        };
+        run_workers(&self.inner.queue, workers, cancel, reconcile).await;
     }
 
-    async fn worker(&self, cancel: CancellationToken) {
-        let queue = &self.inner.queue;
-        while let Some(key) = queue.get().await {
-            if cancel.is_cancelled() {
-                queue.done(&key);
-                continue;
-            }
-            ControllerStats::bump(&self.inner.stats.syncs, 1);
-            match self.sync(&key).await {
-                Ok(()) => queue.forget(&key),
-                Err(e) => {
-                    if e.is_conflict() {
-                        ControllerStats::bump(&self.inner.stats.conflicts, 1);
-                    }
-                    ControllerStats::bump(&self.inner.stats.requeues, 1);
-                    tracing::debug!(%key, error = %e, "sync failed; retrying with backoff");
-                    queue.add_rate_limited(key.clone());
+    /// One reconcile as the workers run it: a counted [`sync`](Self::sync).
+    async fn reconcile(&self, key: &str) -> Result<Action, SyncError> {
+        ControllerStats::bump(&self.inner.stats.syncs, 1);
+        self.sync(key)
+            .await
+            .map(|()| Action::Done)
+            .inspect_err(|e| {
+                if e.is_conflict() {
+                    ControllerStats::bump(&self.inner.stats.conflicts, 1);
                 }
-            }
-            queue.done(&key);
-        }
+                ControllerStats::bump(&self.inner.stats.requeues, 1);
+            })
     }
 
     /// One sync of the ReplicaSet `key`: delete the pods of a deleted (or replaced)
@@ -419,22 +406,13 @@ impl ReplicaSetController {
 
 /// Indexes pods by their controller's UID and by their controlling ReplicaSet's key.
 fn add_owner_indexes(pods: &SharedIndexInformer<Pod>) -> Result<(), InformerError> {
-    let by_uid: IndexFunc<Pod> = Arc::new(|pod: &Pod, values: &mut Vec<String>| {
-        if let Some(owner) = controller_of(&pod.metadata) {
-            values.push(owner.uid.clone());
-        }
-        Ok::<(), IndexFuncError>(())
-    });
-    let by_key: IndexFunc<Pod> = Arc::new(|pod: &Pod, values: &mut Vec<String>| {
-        if let Some(key) = controlling_replicaset_key(pod) {
-            values.push(key);
-        }
-        Ok::<(), IndexFuncError>(())
-    });
     pods.add_indexers(
         [
-            (CONTROLLER_UID_INDEX.to_owned(), by_uid),
-            (CONTROLLER_KEY_INDEX.to_owned(), by_key),
+            (CONTROLLER_UID_INDEX.to_owned(), controller_uid_index_func()),
+            (
+                CONTROLLER_KEY_INDEX.to_owned(),
+                controller_key_index_func("apps", "ReplicaSet"),
+            ),
         ]
         .into(),
     )
@@ -474,7 +452,7 @@ impl ResourceEventHandler<ReplicaSet> for ReplicaSetHandler {
 /// deletions in the owner's expectations.
 struct PodHandler {
     queue: RateLimitingQueue<String>,
-    expectations: Arc<Expectations>,
+    expectations: Arc<ControllerExpectations>,
     stats: Arc<ControllerStats>,
 }
 

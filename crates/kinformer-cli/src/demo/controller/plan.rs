@@ -10,28 +10,11 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-
-/// The name of the pod index by controller owner UID.
-pub const CONTROLLER_UID_INDEX: &str = "controller-uid";
-/// The name of the pod index by controller owner key (`namespace/name` of a ReplicaSet).
-pub const CONTROLLER_KEY_INDEX: &str = "controller-key";
-
-/// The owner reference marked `controller: true`, if any (client-go's `GetControllerOf`).
-pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
-    meta.owner_references
-        .as_deref()?
-        .iter()
-        .find(|r| r.controller == Some(true))
-}
+use kinformer::controller::controlling_owner_key;
 
 /// The `namespace/name` key of the ReplicaSet controlling `pod`, if a ReplicaSet controls it.
 pub fn controlling_replicaset_key(pod: &Pod) -> Option<String> {
-    let owner = controller_of(&pod.metadata)?;
-    if owner.kind != "ReplicaSet" || !owner.api_version.starts_with("apps/") {
-        return None;
-    }
-    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-    Some(format!("{ns}/{}", owner.name))
+    controlling_owner_key(&pod.metadata, "apps", "ReplicaSet")
 }
 
 /// Whether the pod counts towards a ReplicaSet's replicas: not being deleted and not
@@ -307,7 +290,7 @@ mod tests {
         let p = new_pod(&rs(1)).unwrap();
         assert_eq!(p.metadata.generate_name.as_deref(), Some("web-"));
         assert_eq!(p.metadata.name, None);
-        let owner = controller_of(&p.metadata).unwrap();
+        let owner = kinformer::controller::controller_of(&p.metadata).unwrap();
         assert_eq!(
             (owner.kind.as_str(), owner.uid.as_str()),
             ("ReplicaSet", "uid-1")

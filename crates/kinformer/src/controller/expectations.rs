@@ -1,11 +1,11 @@
-//! Expectations: the pod creations and deletions a ReplicaSet's last sync is still waiting to
-//! see in the informer cache (client-go's `ControllerExpectations`).
+//! [`ControllerExpectations`]: the creations and deletions an owner's last sync is still
+//! waiting to see in the informer cache (client-go's `ControllerExpectations`).
 //!
-//! After creating 5 pods, the cache shows them only once their watch events arrive. A sync in
-//! between would count too few pods and create 5 more. So a sync records what it expects,
-//! the pod handlers lower the counts as events arrive, and the next sync manages replicas
-//! only once the counts reach zero — or once the record is older than the TTL, in case an
-//! event was never delivered.
+//! After a ReplicaSet's sync creates 5 pods, the cache shows them only once their watch events
+//! arrive. A sync in between would count too few pods and create 5 more. So a sync records
+//! what it expects, the handlers of the owned objects lower the counts as events arrive, and
+//! the next sync acts only once the counts reach zero — or once the record is older than the
+//! TTL, in case an event was never delivered.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -20,14 +20,26 @@ struct Record {
     set_at: Instant,
 }
 
-/// Outstanding creations and deletions per ReplicaSet key.
+/// Outstanding creations and deletions per owner key.
+///
+/// ```
+/// use std::time::Duration;
+/// use kinformer::controller::ControllerExpectations;
+///
+/// let e = ControllerExpectations::new(Duration::from_secs(300));
+/// e.expect("ns/web", 2, 0); // the sync is about to create two pods
+/// assert!(!e.satisfied("ns/web"), "a sync now would not see them yet");
+/// e.creation_observed("ns/web"); // from the pod handler's on_add
+/// e.creation_observed("ns/web");
+/// assert!(e.satisfied("ns/web"));
+/// ```
 #[derive(Debug)]
-pub struct Expectations {
+pub struct ControllerExpectations {
     ttl: Duration,
     records: Mutex<HashMap<String, Record>>,
 }
 
-impl Expectations {
+impl ControllerExpectations {
     /// Expectations that expire after `ttl`.
     pub fn new(ttl: Duration) -> Self {
         Self {
@@ -53,7 +65,7 @@ impl Expectations {
         }
     }
 
-    /// Records that a sync is about to create `adds` and delete `deletes` pods.
+    /// Records that a sync is about to create `adds` and delete `deletes` objects.
     pub fn expect(&self, key: &str, adds: usize, deletes: usize) {
         let to_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         self.records.lock().insert(
@@ -66,21 +78,21 @@ impl Expectations {
         );
     }
 
-    /// A pod creation was observed (or will never be: it failed).
+    /// A creation was observed (or will never be: it failed).
     pub fn creation_observed(&self, key: &str) {
         if let Some(r) = self.records.lock().get_mut(key) {
             r.adds -= 1;
         }
     }
 
-    /// A pod deletion was observed (or will never be: it failed or the pod was gone).
+    /// A deletion was observed (or will never be: it failed or the object was gone).
     pub fn deletion_observed(&self, key: &str) {
         if let Some(r) = self.records.lock().get_mut(key) {
             r.deletes -= 1;
         }
     }
 
-    /// Drops the key's record (its ReplicaSet is gone).
+    /// Drops the key's record (its owner is gone).
     pub fn forget(&self, key: &str) {
         self.records.lock().remove(key);
     }
@@ -92,7 +104,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn satisfied_once_observed_or_expired() {
-        let e = Expectations::new(Duration::from_secs(10));
+        let e = ControllerExpectations::new(Duration::from_secs(10));
         assert!(e.satisfied("ns/a"));
         e.expect("ns/a", 2, 1);
         assert!(!e.satisfied("ns/a"));
