@@ -637,3 +637,58 @@ fn the_public_handles_are_send_and_sync() {
     check::<kinformer::cache::SharedInformerFactory<kube::Client>>();
     check::<InformerOptions<ConfigMap>>();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_gets_what_a_handler_gets_and_a_full_stream_holds_back_nobody() {
+    use futures::StreamExt;
+    use kinformer::cache::Notification;
+
+    for_each_mode(|kind| async move {
+        let lw = FakeListerWatcher::new();
+        lw.add(cm("a")).unwrap();
+        let inf = informer(&lw, kind, Duration::ZERO);
+        let rec = Arc::new(Recorder::default());
+        let reg = inf.add_event_handler(Arc::clone(&rec)).unwrap();
+        let mut stream = inf.event_stream(1).unwrap();
+        let run = start(&inf);
+        reg.wait_synced().await;
+        for i in 0..20 {
+            lw.add(cm(&format!("x{i:02}"))).unwrap();
+        }
+        // Nobody reads the stream and its one slot is full, yet the handler and the cache get
+        // everything: only the stream's own listener waits.
+        eventually("the handler saw every add", || rec.count("add") == 21).await;
+        assert_eq!(inf.get_indexer().len(), 21);
+        let handler_order: Vec<String> = rec
+            .events()
+            .iter()
+            .filter_map(|e| e.split(' ').nth(1).map(str::to_owned))
+            .collect();
+        let mut streamed = Vec::new();
+        while streamed.len() < handler_order.len() {
+            match stream.next().await {
+                Some(Notification::Add { obj, .. }) => streamed.push(key(&obj)),
+                other => panic!("expected an add, got {other:?}"),
+            }
+        }
+        assert_eq!(
+            streamed, handler_order,
+            "the same notifications in the same order"
+        );
+        assert!(stream.has_synced());
+
+        // A stream opened on a running informer first gets the cache, marked initial.
+        let mut late = inf.event_stream(32).unwrap(); // room for all 21: its sync needs them in
+        match late.next().await {
+            Some(Notification::Add {
+                is_in_initial_list, ..
+            }) => assert!(is_in_initial_list),
+            other => panic!("expected an initial add, got {other:?}"),
+        }
+        late.wait_synced().await;
+        drop(late);
+        drop(stream);
+        run.stop().await;
+    })
+    .await;
+}

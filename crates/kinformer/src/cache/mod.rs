@@ -32,7 +32,7 @@ pub mod testing;
 pub use controller::process_deltas;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use informer::{
-    BackoffFactory, InformerError, InformerOptions, InformerWatchErrorHandler, Lister,
+    BackoffFactory, EventStream, InformerError, InformerOptions, InformerWatchErrorHandler, Lister,
     NamespaceLister, QueueKind, ReadOnlyIndexer, SharedIndexInformer, SharedInformerFactory,
     Storage,
 };

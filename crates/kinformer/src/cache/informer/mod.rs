@@ -16,6 +16,9 @@ mod options;
 mod read_only;
 mod shared_index_informer;
 mod storage;
+mod stream;
+#[cfg(feature = "kube-runtime")]
+mod watcher;
 
 pub use error::InformerError;
 pub(crate) use factory::FactoryKey;
@@ -25,3 +28,4 @@ pub use options::{BackoffFactory, InformerOptions, QueueKind};
 pub use read_only::ReadOnlyIndexer;
 pub use shared_index_informer::{InformerWatchErrorHandler, SharedIndexInformer};
 pub use storage::Storage;
+pub use stream::EventStream;

@@ -19,7 +19,7 @@ use crate::cache::informer::boxed_lw::BoxedListerWatcher;
 use crate::cache::informer::{InformerError, InformerOptions, QueueKind, ReadOnlyIndexer};
 use crate::cache::listwatch::ListerWatcher;
 use crate::cache::processor::{
-    ResourceEventHandlerRegistration, SharedProcessor, plan_handler_resync,
+    Consumer, ResourceEventHandlerRegistration, SharedProcessor, plan_handler_resync,
 };
 use crate::cache::reflector::{Reflector, ReflectorError, ReflectorOptions};
 use crate::cache::store::{Indexer, Indexers, TransformFunc};
@@ -292,6 +292,14 @@ where
         handler: Arc<dyn ResourceEventHandler<K>>,
         requested: Duration,
     ) -> Result<ResourceEventHandlerRegistration, InformerError> {
+        self.add_consumer(Consumer::Handler(handler), requested)
+    }
+
+    pub(crate) fn add_consumer(
+        &self,
+        consumer: Consumer<K>,
+        requested: Duration,
+    ) -> Result<ResourceEventHandlerRegistration, InformerError> {
         let inner = &self.inner;
         let mut st = inner.state.lock();
         if st.stopped {
@@ -305,13 +313,15 @@ where
                     .processor
                     .resync_check_period_changed(plan.check_period);
             }
-            return Ok(inner.processor.add_listener(handler, plan.periods)?);
+            return Ok(inner
+                .processor
+                .add_consumer(consumer, plan.periods, std::iter::empty())?);
         }
         let _blocked = inner.block_deltas.lock();
         let current = inner.indexer.list();
         Ok(inner
             .processor
-            .add_listener_with_initial_list(handler, plan.periods, current)?)
+            .add_consumer(consumer, plan.periods, current)?)
     }
 
     /// Removes a handler: it receives nothing more (notifications still buffered for it are

@@ -4,8 +4,10 @@
 //! - [`add`](ProcessorListener::add) never blocks and never waits for the handler: it appends
 //!   to a ring buffer (a `VecDeque`) that starts at [`INITIAL_BUFFER_SIZE`] slots, doubles when
 //!   full and never shrinks — as client-go's `buffer.RingGrowing`. A slow handler only grows its
-//!   own buffer; [`pending`](ProcessorListener::pending) and
-//!   [`buffer_capacity`](ProcessorListener::buffer_capacity) make that visible.
+//!   own buffer; the registration's `pending` and `buffer_capacity` make that visible.
+//! - A listener delivers to a handler (called on its task) or into a bounded channel (an
+//!   informer's event stream): it then waits while the channel is full, so a slow stream
+//!   consumer, like a slow handler, grows only this listener's buffer.
 //! - Notifications reach the handler in the order they were added, one at a time.
 //! - A panicking handler is caught and logged; the listener goes on with the next
 //!   notification. (An initial add counts as delivered even if the handler panicked on it.)
@@ -20,13 +22,31 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
 use crate::cache::handler::ResourceEventHandler;
 use crate::cache::processor::Notification;
 use crate::cache::processor::ResyncPeriods;
 use crate::cache::sync::{HasSynced, SingleFileTracker, SyncedFlag};
+
+/// Where a listener delivers its notifications.
+pub(crate) enum Consumer<K> {
+    /// A handler, called on the listener's task.
+    Handler(Arc<dyn ResourceEventHandler<K>>),
+    /// A bounded channel (an informer's event stream), sent into from the listener's task.
+    Channel(mpsc::Sender<Notification<K>>),
+}
+
+fn is_initial<K>(notification: &Notification<K>) -> bool {
+    matches!(
+        notification,
+        Notification::Add {
+            is_in_initial_list: true,
+            ..
+        }
+    )
+}
 
 /// Slots a listener's buffer starts with (client-go's `initialBufferSize`).
 pub const INITIAL_BUFFER_SIZE: usize = 1024;
@@ -119,7 +139,7 @@ impl Drop for MarkStopped<'_> {
 /// # }
 /// ```
 pub struct ProcessorListener<K> {
-    handler: Arc<dyn ResourceEventHandler<K>>,
+    consumer: Consumer<K>,
     buffer: Mutex<Buffer<K>>,
     /// Wakes the task after an add or a close (`notify_one` keeps a permit if it is busy).
     wake: Notify,
@@ -147,7 +167,7 @@ impl<K> ProcessorListener<K> {
     ///
     /// The first resync falls due one effective period from now.
     pub fn new(
-        handler: Arc<dyn ResourceEventHandler<K>>,
+        consumer: Consumer<K>,
         periods: ResyncPeriods,
         upstream: Arc<dyn HasSynced>,
     ) -> Self {
@@ -162,7 +182,7 @@ impl<K> ProcessorListener<K> {
             stopped: SyncedFlag::new(),
         });
         Self {
-            handler,
+            consumer,
             buffer: Mutex::new(Buffer {
                 queue,
                 closed: false,
@@ -270,26 +290,31 @@ impl<K> ProcessorListener<K> {
                     .store(buf.queue.len(), Ordering::Relaxed);
                 next
             };
-            match next {
-                Some(notification) => {
-                    self.dispatch(notification);
+            match (next, &self.consumer) {
+                (Some(notification), Consumer::Handler(handler)) => {
+                    self.dispatch(handler.as_ref(), notification);
                     // Yield now and then, so a long backlog does not hog the worker thread.
                     tokio::task::consume_budget().await;
                 }
-                None => self.wake.notified().await,
+                (Some(notification), Consumer::Channel(tx)) => {
+                    let initial = is_initial(&notification);
+                    if tx.send(notification).await.is_err() {
+                        // The stream is gone: nothing will read again.
+                        self.close();
+                        return;
+                    }
+                    self.shared.delivered.fetch_add(1, Ordering::Relaxed);
+                    if initial {
+                        self.shared.tracker.finish();
+                    }
+                }
+                (None, _) => self.wake.notified().await,
             }
         }
     }
 
-    fn dispatch(&self, notification: Notification<K>) {
-        let initial = matches!(
-            notification,
-            Notification::Add {
-                is_in_initial_list: true,
-                ..
-            }
-        );
-        let handler = &self.handler;
+    fn dispatch(&self, handler: &dyn ResourceEventHandler<K>, notification: Notification<K>) {
+        let initial = is_initial(&notification);
         let outcome = catch_unwind(AssertUnwindSafe(|| match &notification {
             Notification::Add {
                 obj,

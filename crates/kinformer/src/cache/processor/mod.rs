@@ -21,7 +21,7 @@ mod shared_processor;
 pub use error::ProcessorError;
 #[cfg(test)]
 use listener::INITIAL_BUFFER_SIZE;
-pub(crate) use listener::ProcessorListener;
+pub(crate) use listener::{Consumer, ProcessorListener};
 pub use notification::Notification;
 pub use registration::ResourceEventHandlerRegistration;
 pub(crate) use resync::{ResyncPeriods, determine_resync_period, plan_handler_resync};

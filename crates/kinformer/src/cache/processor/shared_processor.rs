@@ -14,10 +14,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+#[cfg(test)]
 use crate::cache::handler::ResourceEventHandler;
 use crate::cache::processor::Notification;
 use crate::cache::processor::{
-    ProcessorError, ProcessorListener, ResourceEventHandlerRegistration, ResyncPeriods,
+    Consumer, ProcessorError, ProcessorListener, ResourceEventHandlerRegistration, ResyncPeriods,
     determine_resync_period,
 };
 use crate::cache::sync::HasSynced;
@@ -100,6 +101,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
         }
     }
 
+    #[cfg(test)]
     /// Adds a listener for `handler` with the given periods (see
     /// [`plan_handler_resync`](super::plan_handler_resync)). If the processor has started,
     /// the listener's task starts at once.
@@ -114,6 +116,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
         self.add_listener_with_initial_list(handler, periods, std::iter::empty())
     }
 
+    #[cfg(test)]
     /// Adds a listener and, before any other notification can reach it, buffers `initial` as
     /// adds with `is_in_initial_list = true`: how an informer that is already running replays
     /// its store to a late handler. The registration's `has_synced` stays false until the
@@ -131,12 +134,26 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
         periods: ResyncPeriods,
         initial: impl IntoIterator<Item = Arc<K>>,
     ) -> Result<ResourceEventHandlerRegistration, ProcessorError> {
+        self.add_consumer(Consumer::Handler(handler), periods, initial)
+    }
+
+    /// [`add_listener_with_initial_list`](Self::add_listener_with_initial_list) for any
+    /// [`Consumer`]: a handler or a stream's channel.
+    ///
+    /// # Errors
+    /// [`ProcessorError::Stopped`] after [`shutdown`](Self::shutdown).
+    pub(crate) fn add_consumer(
+        &self,
+        consumer: Consumer<K>,
+        periods: ResyncPeriods,
+        initial: impl IntoIterator<Item = Arc<K>>,
+    ) -> Result<ResourceEventHandlerRegistration, ProcessorError> {
         let mut st = self.state.write();
         if st.stopped {
             return Err(ProcessorError::Stopped);
         }
         let listener = Arc::new(ProcessorListener::new(
-            handler,
+            consumer,
             periods,
             Arc::clone(&self.upstream),
         ));
