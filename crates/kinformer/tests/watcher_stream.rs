@@ -3,6 +3,7 @@
 //! `Controller` that reconciles every object through it.
 
 #![cfg(feature = "kube-runtime")]
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
