@@ -8,6 +8,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -56,6 +57,13 @@ pub struct ServerConfig {
     pub seed: u64,
     /// Resources served (the built-ins by default).
     pub resources: Vec<ResourceDef>,
+    /// Refuse watch-list requests (`watch=true&sendInitialEvents=true`) with `422 Invalid`,
+    /// as Kubernetes 1.26–1.31 do by default (the `WatchList` feature off). Off by default:
+    /// watch-list is served. [`ApiServer::watch_lists_refused`] counts the refusals.
+    pub no_watch_list: bool,
+    /// Answer JSON whatever the client asks for, as a server without protobuf does (406 to a
+    /// request that accepts protobuf only). Off by default: built-in kinds speak protobuf.
+    pub json_only: bool,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +81,8 @@ impl Default for ServerConfig {
             allow_remote: false,
             seed: 0,
             resources: ResourceDef::builtins(),
+            no_watch_list: false,
+            json_only: false,
         }
     }
 }
@@ -91,6 +101,21 @@ impl ServerConfig {
     #[must_use]
     pub fn with_allow_remote(mut self, allow: bool) -> Self {
         self.allow_remote = allow;
+        self
+    }
+
+    /// Refuses watch-list requests as Kubernetes 1.26–1.31 do (see
+    /// [`ServerConfig::no_watch_list`]).
+    #[must_use]
+    pub fn with_no_watch_list(mut self, refuse: bool) -> Self {
+        self.no_watch_list = refuse;
+        self
+    }
+
+    /// Answers JSON only (see [`ServerConfig::json_only`]).
+    #[must_use]
+    pub fn with_json_only(mut self, json_only: bool) -> Self {
+        self.json_only = json_only;
         self
     }
 
@@ -121,6 +146,14 @@ pub struct ApiServer {
     faults: Faults,
     shutdown: CancellationToken,
     config: Arc<ServerConfig>,
+    stats: Arc<ServerStats>,
+}
+
+/// Counters of what the server answered (for tests).
+#[derive(Debug, Default)]
+pub(crate) struct ServerStats {
+    /// Watch-list requests refused because of [`ServerConfig::no_watch_list`].
+    pub(crate) watch_lists_refused: AtomicU64,
 }
 
 /// The name tests use for [`ApiServer`].
@@ -165,10 +198,12 @@ impl ApiServer {
         let store = Store::new(config.resources.clone(), config.store.clone());
         let faults = Faults::new(store.clone(), config.seed);
         let config = Arc::new(config);
+        let stats = Arc::new(ServerStats::default());
         let state = AppState {
             store: store.clone(),
             faults: faults.clone(),
             config: config.clone(),
+            stats: stats.clone(),
         };
         let app = Router::new().fallback(handle).with_state(state);
         let shutdown = CancellationToken::new();
@@ -188,7 +223,13 @@ impl ApiServer {
             faults,
             shutdown,
             config,
+            stats,
         })
+    }
+
+    /// How many watch-list requests the server refused ([`ServerConfig::no_watch_list`]).
+    pub fn watch_lists_refused(&self) -> u64 {
+        self.stats.watch_lists_refused.load(Ordering::Relaxed)
     }
 
     /// The bound address.
