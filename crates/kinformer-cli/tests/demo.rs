@@ -82,6 +82,8 @@ fn chaos_high_converges_for_several_seeds() {
 }
 
 /// The names of the namespaces a server holds.
+// A test helper: the server serves namespaces.
+#[allow(clippy::expect_used)]
 fn namespaces(server: &kinformer_apiserver::ApiServer) -> Vec<String> {
     let (_, objects) = server
         .store()
