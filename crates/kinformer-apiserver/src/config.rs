@@ -39,6 +39,14 @@ pub struct ServerConfig {
     pub seed: u64,
     /// Resources served (the built-ins by default).
     pub resources: Vec<ResourceDef>,
+    /// Refuse watch-list requests (`watch=true&sendInitialEvents=true`) with `422 Invalid`,
+    /// as Kubernetes 1.26–1.31 do by default (the `WatchList` feature off). Off by default:
+    /// watch-list is served. [`ApiServer::watch_lists_refused`](crate::ApiServer::watch_lists_refused)
+    /// counts the refusals.
+    pub no_watch_list: bool,
+    /// Answer JSON whatever the client asks for, as a server without protobuf does (406 to a
+    /// request that accepts protobuf only). Off by default: built-in kinds speak protobuf.
+    pub json_only: bool,
 }
 
 impl Default for ServerConfig {
@@ -56,6 +64,8 @@ impl Default for ServerConfig {
             allow_remote: false,
             seed: 0,
             resources: ResourceDef::builtins(),
+            no_watch_list: false,
+            json_only: false,
         }
     }
 }
@@ -74,6 +84,21 @@ impl ServerConfig {
     #[must_use]
     pub fn with_allow_remote(mut self, allow: bool) -> Self {
         self.allow_remote = allow;
+        self
+    }
+
+    /// Refuses watch-list requests as Kubernetes 1.26–1.31 do (see
+    /// [`ServerConfig::no_watch_list`]).
+    #[must_use]
+    pub fn with_no_watch_list(mut self, refuse: bool) -> Self {
+        self.no_watch_list = refuse;
+        self
+    }
+
+    /// Answers JSON only (see [`ServerConfig::json_only`]).
+    #[must_use]
+    pub fn with_json_only(mut self, json_only: bool) -> Self {
+        self.json_only = json_only;
         self
     }
 

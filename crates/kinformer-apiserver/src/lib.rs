@@ -51,6 +51,7 @@ pub mod resource;
 mod routes;
 pub mod selector;
 pub mod server;
+mod stats;
 pub mod status;
 pub mod store;
 pub mod synthetic;

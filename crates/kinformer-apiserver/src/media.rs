@@ -56,6 +56,24 @@ fn is_json_range(base: &str) -> bool {
     matches!(base, JSON | "*/*" | "application/*")
 }
 
+/// The response format for `accept` on a server that speaks JSON only
+/// ([`ServerConfig::json_only`](crate::ServerConfig::json_only)): JSON whatever else is asked.
+///
+/// # Errors
+/// 406 when `accept` asks for protobuf and not JSON.
+pub fn negotiate_json(accept: Option<&str>) -> Result<Format, ApiError> {
+    let accept = accept.unwrap_or("");
+    let protobuf = media_ranges(accept).any(|(base, _)| base == PROTOBUF);
+    if !protobuf || media_ranges(accept).any(|(base, _)| is_json_range(&base)) {
+        return Ok(Format::Json);
+    }
+    Err(ApiError::new(
+        406,
+        "NotAcceptable",
+        format!("only the following media types are accepted: {JSON}"),
+    ))
+}
+
 /// The response format for `accept`.
 ///
 /// # Errors

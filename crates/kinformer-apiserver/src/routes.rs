@@ -4,6 +4,7 @@
 //! `/apis/<group>/<version>[/namespaces/<ns>]/<plural>[/<name>[/status]]`.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -23,6 +24,7 @@ use crate::media::{self, Format};
 use crate::object::StoredObject;
 use crate::query::{Query, RvMatch};
 use crate::resource::ResourceDef;
+use crate::stats::ServerStats;
 use crate::status::ApiError;
 use crate::store::{PatchType, Store};
 use crate::validate;
@@ -34,6 +36,7 @@ pub(crate) struct AppState {
     pub store: Store,
     pub faults: Faults,
     pub config: Arc<ServerConfig>,
+    pub stats: Arc<ServerStats>,
 }
 
 fn json_response(code: StatusCode, body: Bytes) -> Response {
@@ -192,12 +195,15 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
     {
         require_json(&content_type)?;
     }
-    let format = media::negotiate(
-        req.headers()
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok()),
-        &target.def,
-    )?;
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    let format = if st.config.json_only {
+        media::negotiate_json(accept)?
+    } else {
+        media::negotiate(accept, &target.def)?
+    };
     let limit = st.config.max_body_bytes;
     let read = read_body(req.into_body(), limit);
     let body = tokio::time::timeout(st.config.body_read_timeout, read)
@@ -410,6 +416,10 @@ async fn start_watch(
         );
         return Ok(stream_response(one_line(line), protobuf));
     }
+    if st.config.no_watch_list && q.send_initial_events == Some(true) {
+        st.stats.watch_lists_refused.fetch_add(1, Ordering::Relaxed);
+        return Err(watch_list_forbidden());
+    }
     let start = match (q.send_initial_events, q.resource_version) {
         (Some(true), rv) => {
             if q.rv_match != Some(RvMatch::NotOlderThan) {
@@ -478,6 +488,24 @@ async fn start_watch(
             .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
     });
     Ok(stream_response(Body::from_stream(stream), protobuf))
+}
+
+/// What Kubernetes 1.26 answers a watch-list request (and 1.27–1.31 with the `WatchList`
+/// feature gate off, in other words): `sendInitialEvents` is not a parameter it knows, and
+/// `resourceVersionMatch` is forbidden on a watch.
+fn watch_list_forbidden() -> ApiError {
+    let field = "resourceVersionMatch";
+    let body = "Forbidden: resourceVersionMatch is forbidden for watch";
+    ApiError::new(
+        422,
+        "Invalid",
+        format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: {body}"),
+    )
+    .with_details(serde_json::json!({
+        "group": "meta.k8s.io",
+        "kind": "ListOptions",
+        "causes": [{"reason": "FieldValueForbidden", "message": body, "field": field}],
+    }))
 }
 
 fn stream_response(body: Body, protobuf: bool) -> Response {

@@ -8,6 +8,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ pub use crate::config::ServerConfig;
 use crate::conn::{self, ConnLimits};
 use crate::faults::Faults;
 use crate::routes::{AppState, handle};
+use crate::stats::ServerStats;
 use crate::store::Store;
 
 /// Errors starting the server.
@@ -42,6 +44,7 @@ pub struct ApiServer {
     faults: Faults,
     shutdown: CancellationToken,
     config: Arc<ServerConfig>,
+    stats: Arc<ServerStats>,
 }
 
 /// The name tests use for [`ApiServer`].
@@ -86,10 +89,12 @@ impl ApiServer {
         let store = Store::new(config.resources.clone(), config.store.clone());
         let faults = Faults::new(store.clone(), config.seed);
         let config = Arc::new(config);
+        let stats = Arc::new(ServerStats::default());
         let state = AppState {
             store: store.clone(),
             faults: faults.clone(),
             config: config.clone(),
+            stats: stats.clone(),
         };
         let app = Router::new().fallback(handle).with_state(state);
         let shutdown = CancellationToken::new();
@@ -109,7 +114,13 @@ impl ApiServer {
             faults,
             shutdown,
             config,
+            stats,
         })
+    }
+
+    /// How many watch-list requests the server refused ([`ServerConfig::no_watch_list`]).
+    pub fn watch_lists_refused(&self) -> u64 {
+        self.stats.watch_lists_refused.load(Ordering::Relaxed)
     }
 
     /// The bound address.

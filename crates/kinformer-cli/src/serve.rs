@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// Maximum number of events kept in the history (older ones are compacted).
     #[arg(long, default_value_t = 100_000)]
     history: usize,
+    /// Refuse watch-list requests (`sendInitialEvents`) with 422 Invalid, as Kubernetes
+    /// 1.26–1.31 do by default.
+    #[arg(long)]
+    no_watch_list: bool,
 }
 
 /// The highest `--churn`: updates per second the churn task attempts.
@@ -74,6 +78,7 @@ async fn serve(args: ServeArgs) -> i32 {
         bind: SocketAddr::new(args.address, args.port),
         bookmark_interval: Duration::from_secs(args.bookmark_interval.max(1)),
         allow_remote: args.allow_remote,
+        no_watch_list: args.no_watch_list,
         ..ServerConfig::default()
     };
     config.store.max_events = args.history.max(1);

@@ -11,6 +11,7 @@ use kinformer::cache::store::{
     IndexFunc, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };
 use kinformer::cache::{DeletedObject, ResourceEventHandler, SharedInformerFactory};
+use kinformer::kube::Wire;
 use kube::core::{ApiResource, DynamicObject};
 use kube::discovery::{Discovery, Scope};
 use tokio::sync::mpsc;
@@ -60,6 +61,9 @@ pub struct WatchArgs {
     /// year).
     #[arg(long, value_parser = crate::args::parse_secs)]
     duration_secs: Option<Duration>,
+    /// Wire format to ask for: protobuf (built-in kinds; the default) or json.
+    #[arg(long, default_value_t = Wire::Protobuf, value_parser = crate::demo::parse_wire)]
+    wire: Wire,
     #[command(flatten)]
     connect: ConnectArgs,
 }
@@ -224,6 +228,7 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
         .find(|(ar, _)| matches(&args.resource, ar))
         .ok_or_else(|| WatchError::UnknownResource(args.resource.clone()))?;
     let mut factory = SharedInformerFactory::new(client)
+        .with_wire(args.wire)
         .with_selectors(Selectors {
             label_selector: args.selector.clone(),
             field_selector: args.field_selector.clone(),

@@ -80,3 +80,62 @@ fn chaos_high_converges_for_several_seeds() {
         assert!(out.contains("VERIFIED: "), "seed {seed}:\n{out}");
     }
 }
+
+/// The names of the namespaces a server holds.
+// A test helper: the server serves namespaces.
+#[allow(clippy::expect_used)]
+fn namespaces(server: &kinformer_apiserver::ApiServer) -> Vec<String> {
+    let (_, objects) = server
+        .store()
+        .state("namespaces")
+        .expect("namespaces are served");
+    objects
+        .iter()
+        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+// A test helper: the embedded server must start.
+#[allow(clippy::expect_used)]
+fn remote_demo(extra: &[&str]) -> (bool, String, Vec<String>) {
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let server = rt
+        .block_on(kinformer_apiserver::TestServer::start())
+        .expect("the server starts");
+    let url = server.url();
+    let mut args = vec![
+        "--server",
+        &url,
+        "--namespace",
+        "demo-remote",
+        "--replicasets",
+        "3",
+        "--chaos",
+        "off",
+        "--chaos-secs",
+        "0.2",
+        "--wire",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let (ok, out) = demo(&args);
+    let left = namespaces(&server);
+    (ok, out, left)
+}
+
+#[test]
+fn a_demo_against_a_server_deletes_the_namespace_it_created() {
+    let (ok, out, left) = remote_demo(&[]);
+    assert!(ok, "demo failed:\n{out}");
+    assert!(out.contains("VERIFIED: "), "{out}");
+    assert!(out.contains("deleted namespace demo-remote"), "{out}");
+    assert!(!left.iter().any(|n| n == "demo-remote"), "{left:?}");
+}
+
+#[test]
+fn keep_keeps_the_namespace() {
+    let (ok, out, left) = remote_demo(&["--keep"]);
+    assert!(ok, "demo failed:\n{out}");
+    assert!(out.contains("kept namespace demo-remote (--keep)"), "{out}");
+    assert!(left.iter().any(|n| n == "demo-remote"), "{left:?}");
+}

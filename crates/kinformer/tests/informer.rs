@@ -634,7 +634,7 @@ fn the_public_handles_are_send_and_sync() {
     check::<SharedIndexInformer<ConfigMap>>();
     check::<kinformer::cache::ReadOnlyIndexer<ConfigMap>>();
     check::<kinformer::cache::SharedInformerFactory<()>>();
-    check::<kinformer::cache::SharedInformerFactory<kube::Client>>();
+    check::<kinformer::cache::SharedInformerFactory<kinformer::kube::KubeClient>>();
     check::<InformerOptions<ConfigMap>>();
 }
 

@@ -185,7 +185,7 @@ impl ReflectorSink<ConfigMap> for Count {
 #[tokio::test]
 async fn reflector_over_kube_lists_then_watches_and_resumes_after_a_bad_event() {
     // The watch-list request is refused (as by a server without the feature), so the
-    // reflector falls back to list + watch.
+    // reflector learns it (no error reported) and lists and watches.
     let invalid = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"sendInitialEvents is forbidden","reason":"Invalid","code":422}"#;
     // The first watch breaks off at the bad event; the resumed one (from 11) gets it intact.
     let resumed = concat!(
@@ -197,9 +197,11 @@ async fn reflector_over_kube_lists_then_watches_and_resumes_after_a_bad_event() 
     let (url, seen) = serve(vec![status(422, invalid), ok(LIST), ok(WATCH), ok(resumed)]).await;
     let sink = Arc::new(Count::default());
     let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+    let source = lw(&url);
+    let capabilities = source.capabilities().clone();
     let reflector = Arc::new(
         Reflector::new(
-            lw(&url),
+            source,
             sink.clone() as Arc<dyn ReflectorSink<ConfigMap>>,
             ReflectorOptions::default(),
         )
@@ -238,7 +240,8 @@ async fn reflector_over_kube_lists_then_watches_and_resumes_after_a_bad_event() 
         "{lines:?}"
     );
     let errors = errors.lock().clone();
-    assert!(errors.iter().any(|e| e.contains("422")), "{errors:?}");
+    assert!(!errors.iter().any(|e| e.contains("422")), "{errors:?}");
+    assert!(!capabilities.watch_list(), "the refusal is remembered");
     assert_eq!(
         errors.iter().filter(|e| e.contains("undecodable")).count(),
         2,

@@ -1,7 +1,8 @@
 //! `kinformer demo`: a real ReplicaSet controller converging while the API server misbehaves.
 //!
 //! 1. Start the embedded API server in this process (or use `--server`/`--kubeconfig`).
-//! 2. Create the workload: `--replicasets` ReplicaSets of 5–50 replicas, drawn from `--seed`.
+//! 2. Create the workload: `--replicasets` ReplicaSets of 5–50 replicas (on a real cluster 10
+//!    of 1–3 unless `--replicasets` is given), drawn from `--seed`.
 //! 3. Run the [controller] (shared informers, owner index, rate-limited queue, `--workers`
 //!    workers) and a stand-in [kubelet] until everything converges.
 //! 4. Chaos: scale, add and delete ReplicaSets and kill pods while the server injects faults
@@ -9,6 +10,8 @@
 //! 5. Stop the faults, wait for convergence, then verify: every ReplicaSet has exactly its
 //!    replicas, ready and reported, and the informer caches equal the server's state.
 //!    Exit status 1 if not.
+//! 6. On a remote server, delete the workload's namespace if the demo created it (unless
+//!    `--keep`); Kubernetes removes its objects in the background.
 
 mod backend;
 mod chaos;
@@ -31,13 +34,14 @@ use std::time::Duration;
 use clap::Args;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kinformer::cache::SharedInformerFactory;
+use kinformer::kube::Wire;
 use kinformer::leaderelection::{LeaderElectionConfig, LeaderElector, LeaseLock};
 use kinformer::workqueue::{
     QueueConfig, RateLimitingQueue, WithMaxWait, default_controller_rate_limiter,
 };
 use kinformer_apiserver::{ApiServer, Fault, FaultRule, ServerConfig, Target};
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{DeleteParams, PostParams};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
@@ -59,9 +63,10 @@ pub struct DemoArgs {
     /// Seed of the workload, the chaos schedule and the faults.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Number of ReplicaSets created at the start.
-    #[arg(long, default_value_t = 100)]
-    replicasets: usize,
+    /// Number of ReplicaSets created at the start [default: 100 of 5–50 pods; on a real
+    /// cluster (--kubeconfig/--context) 10 of 1–3 pods].
+    #[arg(long)]
+    replicasets: Option<usize>,
     /// Controller workers.
     #[arg(long, default_value_t = 4)]
     workers: usize,
@@ -91,8 +96,20 @@ pub struct DemoArgs {
     /// Print no progress line, only the summary.
     #[arg(long)]
     quiet: bool,
+    /// Keep the workload's namespace on a remote server (by default the demo deletes it at
+    /// the end if it created it).
+    #[arg(long)]
+    keep: bool,
+    /// Wire format the informers ask for: protobuf (built-in kinds; the default) or json.
+    #[arg(long, default_value_t = Wire::Protobuf, value_parser = parse_wire)]
+    wire: Wire,
     #[command(flatten)]
     connect: ConnectArgs,
+}
+
+/// Parses `--wire`.
+pub(crate) fn parse_wire(s: &str) -> Result<Wire, String> {
+    s.parse()
 }
 
 /// Runs the demo. Returns the process exit code (0: verified).
@@ -162,6 +179,8 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     let started = Instant::now();
     // The server: embedded unless one was named.
     let remote = args.connect.config(false).await?;
+    // The namespace the demo created on a remote server (deleted at the end).
+    let mut created_namespace = None;
     let (backend, mut config, namespaces) = match remote {
         Some(config) => {
             let client = kube::Client::try_from(config.clone())?;
@@ -170,7 +189,7 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
             let mut obj = Namespace::default();
             obj.metadata.name = Some(ns.clone());
             match api.create(&PostParams::default(), &obj).await {
-                Ok(_) => {}
+                Ok(_) => created_namespace = Some((api, ns.clone())),
                 Err(kube::Error::Api(s)) if s.is_already_exists() => {}
                 Err(e) => tracing::warn!(error = %e, "could not create namespace {ns}"),
             }
@@ -212,9 +231,10 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     } else {
         ChaosLevel::Off
     };
+    let size = scenario::Size::for_target(args.connect.is_cluster(), args.replicasets);
     let scenario = scenario::generate(
         args.seed,
-        args.replicasets,
+        &size,
         &namespaces,
         Duration::from_secs_f64(args.chaos_secs.max(0.0)),
         chaos.kills_pods() || (embedded.is_none() && args.chaos != ChaosLevel::Off),
@@ -244,6 +264,7 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     // Workers read the pods of the ReplicaSets they sync; a hot cache of a few thousand
     // decoded pods serves most of those reads without decoding.
     let mut factory = SharedInformerFactory::new(client.clone())
+        .with_wire(args.wire)
         .with_storage::<Pod>(args.store.storage(POD_HOT_OBJECTS));
     if embedded.is_none() {
         factory = factory.with_namespace(args.namespace.clone());
@@ -477,6 +498,20 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     tasks.close();
     tasks.wait().await;
     factory.shutdown().await;
+    match created_namespace {
+        Some((_, ns)) if args.keep => say(&format!("kept namespace {ns} (--keep)")),
+        Some((api, ns)) => match api.delete(&ns, &DeleteParams::default()).await {
+            Ok(_) => say(&format!(
+                "deleted namespace {ns} (the server removes its objects in the background)"
+            )),
+            Err(e) => say(&format!("could not delete namespace {ns}: {e}")),
+        },
+        None if embedded.is_none() => say(&format!(
+            "kept namespace {}: it existed before the demo",
+            args.namespace
+        )),
+        None => {}
+    }
     Ok(ok)
 }
 

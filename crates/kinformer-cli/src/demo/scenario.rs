@@ -3,6 +3,7 @@
 //! pod kills.
 
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
@@ -14,8 +15,41 @@ use rand::{Rng, SeedableRng};
 /// The label every object of the demo carries.
 pub const DEMO_LABEL: (&str, &str) = ("app.kubernetes.io/managed-by", "kinformer-demo");
 
-/// Replicas of a new ReplicaSet: 5 to 50.
-const REPLICAS: std::ops::RangeInclusive<i32> = 5..=50;
+/// Replicas of a new ReplicaSet on the embedded server: 5 to 50.
+const REPLICAS: RangeInclusive<i32> = 5..=50;
+
+/// Replicas of a new ReplicaSet on a real cluster: 1 to 3 (real pods take real resources).
+const CLUSTER_REPLICAS: RangeInclusive<i32> = 1..=3;
+
+/// ReplicaSets created at the start by default: on the embedded server, on a real cluster.
+const REPLICASETS: usize = 100;
+const CLUSTER_REPLICASETS: usize = 10;
+
+/// How big the workload is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Size {
+    /// ReplicaSets created at the start.
+    pub replicasets: usize,
+    /// Replicas of each new ReplicaSet (and of a scale-up).
+    pub replicas: RangeInclusive<i32>,
+}
+
+impl Size {
+    /// The workload for a target: a real `cluster` (`--kubeconfig`/`--context`) gets one sized
+    /// for a small cluster, 10 ReplicaSets of 1–3 pods; the embedded server (or `--server`)
+    /// 100 of 5–50. `replicasets` (`--replicasets`) overrides the count.
+    pub fn for_target(cluster: bool, replicasets: Option<usize>) -> Self {
+        let (default, replicas) = if cluster {
+            (CLUSTER_REPLICASETS, CLUSTER_REPLICAS)
+        } else {
+            (REPLICASETS, REPLICAS)
+        };
+        Self {
+            replicasets: replicasets.unwrap_or(default),
+            replicas,
+        }
+    }
+}
 
 /// One ReplicaSet of the workload.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,12 +156,13 @@ pub struct Scenario {
 /// additions, deletions and pod kills (when `kill_pods`).
 pub fn generate(
     seed: u64,
-    replicasets: usize,
+    size: &Size,
     namespaces: &[String],
     chaos_duration: Duration,
     kill_pods: bool,
 ) -> Scenario {
     let mut rng = SmallRng::seed_from_u64(seed);
+    let replicasets = size.replicasets;
     let ns_count = namespaces.len().max(1);
     let ns_of = |i: usize| {
         namespaces
@@ -139,7 +174,7 @@ pub fn generate(
         .map(|i| ReplicaSetPlan {
             namespace: ns_of(i),
             name: format!("web-{i:04}"),
-            replicas: rng.random_range(REPLICAS),
+            replicas: rng.random_range(size.replicas.clone()),
         })
         .collect();
     let mut live: Vec<(String, String)> = initial
@@ -158,7 +193,7 @@ pub fn generate(
             let plan = ReplicaSetPlan {
                 namespace: ns_of(next),
                 name: format!("web-{next:04}"),
-                replicas: rng.random_range(REPLICAS),
+                replicas: rng.random_range(size.replicas.clone()),
             };
             next += 1;
             live.push((plan.namespace.clone(), plan.name.clone()));
@@ -169,7 +204,7 @@ pub fn generate(
             let replicas = if rng.random_bool(0.1) {
                 0
             } else {
-                rng.random_range(REPLICAS)
+                rng.random_range(size.replicas.clone())
             };
             Action::Scale {
                 namespace,
@@ -203,21 +238,44 @@ mod tests {
     }
 
     #[test]
+    fn a_real_cluster_gets_a_small_workload_unless_told_otherwise() {
+        let small = Size::for_target(true, None);
+        assert_eq!((small.replicasets, small.replicas.clone()), (10, 1..=3));
+        assert_eq!(Size::for_target(true, Some(40)).replicasets, 40);
+        assert_eq!(Size::for_target(false, None).replicasets, 100);
+        assert_eq!(Size::for_target(false, None).replicas, 5..=50);
+        let s = generate(2, &small, &ns(), Duration::from_secs(8), true);
+        assert_eq!(s.initial.len(), 10);
+        assert!(s.initial.iter().all(|r| (1..=3).contains(&r.replicas)));
+        assert!(s.steps.iter().all(|st| match &st.action {
+            Action::Scale { replicas, .. } => *replicas <= 3,
+            Action::Add(p) => (1..=3).contains(&p.replicas),
+            _ => true,
+        }));
+    }
+
+    #[test]
     fn same_seed_same_scenario() {
         let d = Duration::from_secs(5);
         assert_eq!(
-            generate(7, 20, &ns(), d, true),
-            generate(7, 20, &ns(), d, true)
+            generate(7, &Size::for_target(false, Some(20)), &ns(), d, true),
+            generate(7, &Size::for_target(false, Some(20)), &ns(), d, true)
         );
         assert_ne!(
-            generate(7, 20, &ns(), d, true),
-            generate(8, 20, &ns(), d, true)
+            generate(7, &Size::for_target(false, Some(20)), &ns(), d, true),
+            generate(8, &Size::for_target(false, Some(20)), &ns(), d, true)
         );
     }
 
     #[test]
     fn shape_of_a_scenario() {
-        let s = generate(1, 100, &ns(), Duration::from_secs(8), true);
+        let s = generate(
+            1,
+            &Size::for_target(false, Some(100)),
+            &ns(),
+            Duration::from_secs(8),
+            true,
+        );
         assert_eq!(s.initial.len(), 100);
         assert!(s.initial.iter().all(|r| REPLICAS.contains(&r.replicas)));
         assert_eq!(s.initial.iter().filter(|r| r.namespace == "b").count(), 50);
@@ -243,7 +301,13 @@ mod tests {
 
     #[test]
     fn no_pod_kills_without_chaos() {
-        let s = generate(3, 30, &ns(), Duration::from_secs(2), false);
+        let s = generate(
+            3,
+            &Size::for_target(false, Some(30)),
+            &ns(),
+            Duration::from_secs(2),
+            false,
+        );
         assert!(
             !s.steps
                 .iter()
@@ -253,7 +317,15 @@ mod tests {
 
     #[test]
     fn replicaset_object_selects_its_template() {
-        let rs = generate(1, 1, &ns(), Duration::from_secs(1), true).initial[0].to_replicaset();
+        let rs = generate(
+            1,
+            &Size::for_target(false, Some(1)),
+            &ns(),
+            Duration::from_secs(1),
+            true,
+        )
+        .initial[0]
+            .to_replicaset();
         let spec = rs.spec;
         let sel = spec.selector.match_labels.unwrap();
         let tmpl = spec.template.unwrap().metadata.unwrap().labels.unwrap();

@@ -1,5 +1,7 @@
 //! The [`SharedInformerFactory`] over a `kube::Client`: it builds each informer's
-//! [`KubeListerWatcher`] itself, from the type's URL and the factory's namespace and selectors.
+//! [`KubeListerWatcher`] itself, from the type's URL and the factory's namespace and selectors,
+//! with the factory's [`Wire`] and one [`ServerCapabilities`] record shared by all of them
+//! (so a server without watch-list is learnt once, not once per informer).
 //!
 //! Only a factory that has a client offers these informers; asking a client-less factory for
 //! one does not compile (rather than failing at run time):
@@ -16,11 +18,61 @@ use std::any::TypeId;
 use kube_core::{ApiResource, DynamicObject, NamespaceResourceScope, PartialObjectMeta, Resource};
 use serde::de::DeserializeOwned;
 
-use super::KubeListerWatcher;
+use super::{KubeListerWatcher, ServerCapabilities, Wire};
 use crate::cache::informer::FactoryKey;
 use crate::cache::{SharedIndexInformer, SharedInformerFactory};
 
-impl SharedInformerFactory<::kube::Client> {
+/// What a [`SharedInformerFactory`] over `kube` builds its sources from: the client, the wire
+/// format to ask for, and what the sources have learnt of the server.
+#[derive(Clone)]
+pub struct KubeClient {
+    client: ::kube::Client,
+    wire: Wire,
+    capabilities: ServerCapabilities,
+}
+
+impl std::fmt::Debug for KubeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeClient")
+            .field("wire", &self.wire)
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KubeClient {
+    /// `client`, asking for the default wire format, knowing nothing of the server yet.
+    pub fn new(client: ::kube::Client) -> Self {
+        Self {
+            client,
+            wire: Wire::default(),
+            capabilities: ServerCapabilities::new(),
+        }
+    }
+
+    /// The `kube` client.
+    pub fn client(&self) -> &::kube::Client {
+        &self.client
+    }
+
+    /// The wire format the sources ask for.
+    pub fn wire(&self) -> Wire {
+        self.wire
+    }
+
+    /// What the sources have learnt of the server (one record, shared).
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.capabilities
+    }
+}
+
+impl From<::kube::Client> for KubeClient {
+    fn from(client: ::kube::Client) -> Self {
+        Self::new(client)
+    }
+}
+
+impl SharedInformerFactory<KubeClient> {
     /// A factory whose informers list and watch through `client` ([`KubeListerWatcher`]).
     ///
     /// ```
@@ -50,7 +102,38 @@ impl SharedInformerFactory<::kube::Client> {
     /// # });
     /// ```
     pub fn new(client: ::kube::Client) -> Self {
-        Self::with_client(client)
+        Self::with_client(KubeClient::new(client))
+    }
+
+    /// The wire format the informers ask for (default [`Wire::Protobuf`]: protobuf for
+    /// built-in kinds, JSON for the rest; see [`KubeListerWatcher::with_wire`]).
+    ///
+    /// ```
+    /// use kinformer::cache::SharedInformerFactory;
+    /// use kinformer::kube::Wire;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let mut config = kube::Config::new("http://127.0.0.1:6443".parse().unwrap());
+    /// config.default_retry = false;
+    /// let client = kube::Client::try_from(config).unwrap();
+    /// let factory = SharedInformerFactory::new(client).with_wire(Wire::Json);
+    /// assert_eq!(factory.wire(), Wire::Json);
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn with_wire(mut self, wire: Wire) -> Self {
+        self.client_mut().wire = wire;
+        self
+    }
+
+    /// The wire format the informers ask for.
+    pub fn wire(&self) -> Wire {
+        self.client().wire
+    }
+
+    /// What the factory's informers have learnt of the server (shared by all of them).
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.client().capabilities
     }
 
     /// The shared informer for the typed resource `K` (a `k8s-openapi` type or a custom
@@ -107,7 +190,11 @@ impl SharedInformerFactory<::kube::Client> {
     where
         K: Resource + DeserializeOwned + Send + Sync + 'static,
     {
-        let client = self.client().clone();
+        let KubeClient {
+            client,
+            wire,
+            capabilities,
+        } = self.client().clone();
         let selectors = self.selectors().clone();
         let key = FactoryKey {
             type_id: TypeId::of::<K>(),
@@ -116,7 +203,9 @@ impl SharedInformerFactory<::kube::Client> {
             selectors: selectors.clone(),
         };
         self.informer_keyed(key, move |options| {
-            let mut lw = KubeListerWatcher::<K>::from_parts(url, client, metadata);
+            let mut lw = KubeListerWatcher::<K>::from_parts(url, client, metadata)
+                .with_wire(wire)
+                .with_capabilities(capabilities);
             if let Some(l) = &selectors.label_selector {
                 lw = lw.labels(l);
             }

@@ -30,12 +30,20 @@
 //! resources and metadata-only lists ask for JSON. The response's `Content-Type` decides how
 //! it is decoded, object by object either way.
 //!
+//! **Learnt once per client** ([`ServerCapabilities`], shared by the sources of one
+//! [`SharedInformerFactory`](crate::cache::SharedInformerFactory) or given with
+//! [`KubeListerWatcher::with_capabilities`]): a server that refuses watch-list requests
+//! (Kubernetes 1.26–1.31 by default) is listed and watched from then on; an API group that
+//! answers a protobuf request with JSON, 406 or 415 is asked for JSON from then on (a 406 or
+//! 415 is retried at once in JSON). Each is logged once, at `info`.
+//!
 //! **Build the client with `Config::default_retry = false`.** kube 5 retries 429, 503 and 504
 //! inside the client by default (up to 15 times); that hides throttling from the reflector's
 //! backoff and delays its reaction to a too-large resource version (a 504), which should be a
 //! relist from `""` at once. With the default left on everything still converges, only more
 //! slowly under those errors.
 
+mod capabilities;
 mod decode;
 mod error;
 mod factory;
@@ -43,6 +51,8 @@ mod factory;
 mod protobuf;
 mod wire;
 
+pub use capabilities::ServerCapabilities;
+pub use factory::KubeClient;
 pub use wire::Wire;
 
 pub use decode::{decode_list, decode_watch_line};
@@ -61,7 +71,7 @@ use serde::de::DeserializeOwned;
 
 use crate::cache::listwatch::{
     DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList, ResourceVersionMatch,
-    Selectors, TransportErrorKind, WatchEvent, WatchOptions, WatchStream,
+    Selectors, TransportErrorKind, WatchEvent, WatchListSupport, WatchOptions, WatchStream,
 };
 
 /// How long past its `timeoutSeconds` a silent watch is kept open.
@@ -95,6 +105,7 @@ pub struct KubeListerWatcher<K> {
     selectors: Selectors,
     request_timeout: Duration,
     wire: Wire,
+    capabilities: ServerCapabilities,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -107,6 +118,7 @@ impl<K> Clone for KubeListerWatcher<K> {
             selectors: self.selectors.clone(),
             request_timeout: self.request_timeout,
             wire: self.wire,
+            capabilities: self.capabilities.clone(),
             _k: PhantomData,
         }
     }
@@ -119,6 +131,7 @@ impl<K> fmt::Debug for KubeListerWatcher<K> {
             .field("metadata", &self.metadata)
             .field("selectors", &self.selectors)
             .field("wire", &self.wire)
+            .field("capabilities", &self.capabilities)
             .finish_non_exhaustive()
     }
 }
@@ -155,8 +168,23 @@ impl<K> KubeListerWatcher<K> {
             selectors: Selectors::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             wire: Wire::default(),
+            capabilities: ServerCapabilities::new(),
             _k: PhantomData,
         }
+    }
+
+    /// Shares `capabilities` (what is known of the server) with other sources of the same
+    /// client, so that a refused watch-list or protobuf request is learnt once for all of
+    /// them. Each source has a record of its own by default.
+    #[must_use]
+    pub fn with_capabilities(mut self, capabilities: ServerCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// What this source knows of its server.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.capabilities
     }
 
     /// Which encoding to ask for (default [`Wire::Protobuf`]: protobuf for built-in kinds).
@@ -167,13 +195,15 @@ impl<K> KubeListerWatcher<K> {
     }
 
     /// True if requests ask for protobuf: [`Wire::Protobuf`], a built-in kind, full typed
-    /// objects (not metadata-only, not [`Lazy`](crate::cache::Lazy), whose body is JSON).
+    /// objects (not metadata-only, not [`Lazy`](crate::cache::Lazy), whose body is JSON), and
+    /// the API group not known to answer JSON ([`ServerCapabilities::protobuf`]).
     pub fn asks_for_protobuf(&self) -> bool {
         cfg!(feature = "protobuf")
             && self.wire == Wire::Protobuf
             && !self.metadata
             && !crate::cache::meta::is_lazy::<K>()
             && wire::is_builtin_url(&self.request.url_path)
+            && self.capabilities.protobuf(&self.request.url_path)
     }
 
     /// How long a list may take to complete, and a watch to begin its response, before the
@@ -217,7 +247,16 @@ impl<K> KubeListerWatcher<K> {
         }
     }
 
+    #[cfg(test)]
     fn list_request(&self, o: &ListOptions) -> Result<http::Request<Vec<u8>>, ListWatchError> {
+        self.list_request_as(o, self.asks_for_protobuf())
+    }
+
+    fn list_request_as(
+        &self,
+        o: &ListOptions,
+        protobuf: bool,
+    ) -> Result<http::Request<Vec<u8>>, ListWatchError> {
         let selectors = self.selectors_for(&o.selectors);
         let lp = ListParams {
             label_selector: selectors.label_selector,
@@ -251,20 +290,20 @@ impl<K> KubeListerWatcher<K> {
                 ListWatchError::InvalidRequest(e.to_string())
             })?;
         }
-        self.accept(&mut req);
+        accept(&mut req, protobuf);
         Ok(req)
     }
 
-    fn accept(&self, req: &mut http::Request<Vec<u8>>) {
-        if self.asks_for_protobuf() {
-            req.headers_mut().insert(
-                http::header::ACCEPT,
-                http::HeaderValue::from_static(wire::PROTOBUF_ACCEPT),
-            );
-        }
+    #[cfg(test)]
+    fn watch_request(&self, o: &WatchOptions) -> Result<http::Request<Vec<u8>>, ListWatchError> {
+        self.watch_request_as(o, self.asks_for_protobuf())
     }
 
-    fn watch_request(&self, o: &WatchOptions) -> Result<http::Request<Vec<u8>>, ListWatchError> {
+    fn watch_request_as(
+        &self,
+        o: &WatchOptions,
+        protobuf: bool,
+    ) -> Result<http::Request<Vec<u8>>, ListWatchError> {
         let selectors = self.selectors_for(&o.selectors);
         let wp = WatchParams {
             label_selector: selectors.label_selector,
@@ -287,9 +326,58 @@ impl<K> KubeListerWatcher<K> {
             http::header::ACCEPT_ENCODING,
             http::HeaderValue::from_static("identity"),
         );
-        self.accept(&mut req);
+        accept(&mut req, protobuf);
         Ok(req)
     }
+
+    fn learner(&self) -> Learner {
+        Learner {
+            capabilities: self.capabilities.clone(),
+            url: self.request.url_path.clone(),
+        }
+    }
+}
+
+/// Records in a request's future what its answer says about the server.
+struct Learner {
+    capabilities: ServerCapabilities,
+    url: String,
+}
+
+impl Learner {
+    /// Learns from a response to a protobuf request: JSON back means the API group does not
+    /// speak protobuf.
+    fn response(&self, content_type: &str) {
+        #[cfg(feature = "protobuf")]
+        if !protobuf::is_protobuf(content_type) {
+            self.no_protobuf(&format!("answered {content_type:?}"));
+        }
+        let _ = content_type;
+    }
+
+    fn no_protobuf(&self, why: &str) {
+        if self.capabilities.set_no_protobuf(&self.url) {
+            tracing::info!(
+                url = %self.url,
+                "the server {why} to a protobuf request; asking this API group for JSON from now on"
+            );
+        }
+    }
+}
+
+/// Sets `Accept` for protobuf with the JSON fallback (otherwise kube's JSON default stays).
+fn accept(req: &mut http::Request<Vec<u8>>, protobuf: bool) {
+    if protobuf {
+        req.headers_mut().insert(
+            http::header::ACCEPT,
+            http::HeaderValue::from_static(wire::PROTOBUF_ACCEPT),
+        );
+    }
+}
+
+/// 406 Not Acceptable or 415 Unsupported Media Type: the server does not take protobuf here.
+fn refuses_protobuf(e: &ListWatchError) -> bool {
+    matches!(e.code(), Some(406 | 415))
 }
 
 impl<K> ListerWatcher<K> for KubeListerWatcher<K>
@@ -300,29 +388,40 @@ where
         &self,
         options: &ListOptions,
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
-        let req = self.list_request(options);
+        let raw = self.asks_for_protobuf();
+        let req = raw.then(|| self.list_request_as(options, true));
+        let json_req = self.list_request_as(options, false);
+        let learn = self.learner();
         let client = self.client.clone();
         let limit = self.request_timeout;
-        let raw = self.asks_for_protobuf();
         async move {
-            if !raw {
-                let body = within(limit, "list", client.request_text(req?))
-                    .await?
-                    .map_err(error::from_kube)?;
-                return decode::decode_list::<K>(&body);
+            if let Some(req) = req {
+                let answer = within(limit, "list", async {
+                    let res = send(&client, req?).await?;
+                    let content_type = content_type(&res);
+                    let body = res
+                        .into_body()
+                        .collect_bytes()
+                        .await
+                        .map_err(error::from_kube)?;
+                    Ok::<_, ListWatchError>((content_type, body))
+                })
+                .await?;
+                match answer {
+                    Ok((content_type, body)) => {
+                        learn.response(&content_type);
+                        return decode_list_as::<K>(&content_type, &body);
+                    }
+                    Err(e) if refuses_protobuf(&e) => {
+                        learn.no_protobuf(&format!("answered {e}"));
+                    }
+                    Err(e) => return Err(e),
+                }
             }
-            let (content_type, body) = within(limit, "list", async {
-                let res = send(&client, req?).await?;
-                let content_type = content_type(&res);
-                let body = res
-                    .into_body()
-                    .collect_bytes()
-                    .await
-                    .map_err(error::from_kube)?;
-                Ok::<_, ListWatchError>((content_type, body))
-            })
-            .await??;
-            decode_list_as::<K>(&content_type, &body)
+            let body = within(limit, "list", client.request_text(json_req?))
+                .await?
+                .map_err(error::from_kube)?;
+            decode::decode_list::<K>(&body)
         }
     }
 
@@ -330,22 +429,37 @@ where
         &self,
         options: &WatchOptions,
     ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
-        let req = self.watch_request(options);
+        let raw = self.asks_for_protobuf();
+        let req = raw.then(|| self.watch_request_as(options, true));
+        let json_req = self.watch_request_as(options, false);
+        let learn = self.learner();
         let client = self.client.clone();
         let deadline = options.timeout.map(|t| t + WATCH_GRACE);
         let limit = self.request_timeout;
-        let raw = self.asks_for_protobuf();
         async move {
-            let events = if raw {
-                let res = within(limit, "watch", send(&client, req?)).await??;
-                let content_type = content_type(&res);
-                let body = res.into_body().into_data_stream();
-                watch_events::<K>(&content_type, body)
-            } else {
-                let body = within(limit, "watch", client.request_stream(req?))
-                    .await?
-                    .map_err(error::from_kube)?;
-                json_events::<K>(body).boxed()
+            let mut events = None;
+            if let Some(req) = req {
+                match within(limit, "watch", send(&client, req?)).await? {
+                    Ok(res) => {
+                        let content_type = content_type(&res);
+                        learn.response(&content_type);
+                        let body = res.into_body().into_data_stream();
+                        events = Some(watch_events::<K>(&content_type, body));
+                    }
+                    Err(e) if refuses_protobuf(&e) => {
+                        learn.no_protobuf(&format!("answered {e}"));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let events = match events {
+                Some(events) => events,
+                None => {
+                    let body = within(limit, "watch", client.request_stream(json_req?))
+                        .await?
+                        .map_err(error::from_kube)?;
+                    json_events::<K>(body).boxed()
+                }
             };
             let events = events.scan(false, |ended, item| {
                 // The first error item is the last item: nothing after a bad line or frame,
@@ -362,6 +476,10 @@ where
             };
             Ok(stream)
         }
+    }
+
+    fn watch_list_support(&self) -> Option<&WatchListSupport> {
+        Some(self.capabilities.watch_list_support())
     }
 }
 

@@ -14,6 +14,7 @@ pub(crate) const PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf, a
 /// assert_eq!(Wire::default(), Wire::Protobuf);
 /// assert_eq!("json".parse::<Wire>(), Ok(Wire::Json));
 /// assert!("yaml".parse::<Wire>().is_err());
+/// assert_eq!(Wire::Protobuf.to_string(), "protobuf");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Wire {
@@ -24,6 +25,15 @@ pub enum Wire {
     /// metadata-only lists (the default). Without the `protobuf` feature, JSON.
     #[default]
     Protobuf,
+}
+
+impl std::fmt::Display for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Wire::Json => "json",
+            Wire::Protobuf => "protobuf",
+        })
+    }
 }
 
 impl std::str::FromStr for Wire {

@@ -143,7 +143,7 @@ impl ReplicaSetController {
     /// # Errors
     /// [`ControllerError`] if an informer has already stopped.
     pub fn new(
-        factory: &SharedInformerFactory<kube::Client>,
+        factory: &SharedInformerFactory<kinformer::kube::KubeClient>,
         client: kube::Client,
         queue: RateLimitingQueue<String>,
     ) -> Result<Self, ControllerError> {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use futures::future::{BoxFuture, FutureExt};
 
 use crate::cache::listwatch::{
-    ListOptions, ListWatchError, ListerWatcher, ObjectList, WatchOptions, WatchStream,
+    ListOptions, ListWatchError, ListerWatcher, ObjectList, WatchListSupport, WatchOptions,
+    WatchStream,
 };
 
 /// The object-safe twin of [`ListerWatcher`] (which returns `impl Future`).
@@ -20,6 +21,7 @@ trait DynListerWatcher<K>: Send + Sync + 'static {
         &self,
         options: WatchOptions,
     ) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>>;
+    fn dyn_watch_list_support(&self) -> Option<&WatchListSupport>;
 }
 
 impl<K: 'static, L: ListerWatcher<K>> DynListerWatcher<K> for L {
@@ -34,6 +36,9 @@ impl<K: 'static, L: ListerWatcher<K>> DynListerWatcher<K> for L {
         options: WatchOptions,
     ) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>> {
         async move { self.watch(&options).await }.boxed()
+    }
+    fn dyn_watch_list_support(&self) -> Option<&WatchListSupport> {
+        self.watch_list_support()
     }
 }
 
@@ -77,5 +82,9 @@ impl<K: Send + 'static> ListerWatcher<K> for BoxedListerWatcher<K> {
         options: &WatchOptions,
     ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
         self.inner.watch_boxed(options.clone())
+    }
+
+    fn watch_list_support(&self) -> Option<&WatchListSupport> {
+        self.inner.dyn_watch_list_support()
     }
 }

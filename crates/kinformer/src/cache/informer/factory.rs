@@ -100,7 +100,8 @@ struct FactoryState {
 pub struct SharedInformerFactory<C> {
     /// What the factory builds list/watch sources from: `()` for a factory whose informers
     /// come only from [`informer_for`](Self::informer_for), a `kube::Client` for one that
-    /// builds them itself (`SharedInformerFactory::new`, feature `kube`).
+    /// builds them itself (`kinformer::kube::KubeClient`, made by `SharedInformerFactory::new`,
+    /// feature `kube`).
     client: C,
     namespace: Option<String>,
     default_resync: Duration,
@@ -247,6 +248,12 @@ impl<C> SharedInformerFactory<C> {
     /// The client informers are built from.
     pub(crate) fn client(&self) -> &C {
         &self.client
+    }
+
+    /// The client, to change its settings while the factory is being built.
+    #[cfg_attr(not(feature = "kube"), allow(dead_code))]
+    pub(crate) fn client_mut(&mut self) -> &mut C {
+        &mut self.client
     }
 
     pub(crate) fn informer_keyed<K>(

@@ -238,6 +238,25 @@ impl ListWatchError {
             .is_some_and(|s| s.code == 500 || s.reason == "InternalError")
     }
 
+    /// The server refused a watch-list request (`sendInitialEvents`) as a server without the
+    /// feature does: 422 `Invalid` (or 400 `BadRequest`) naming `sendInitialEvents` or
+    /// `resourceVersionMatch`. Kubernetes 1.26 answers `resourceVersionMatch: Forbidden:
+    /// resourceVersionMatch is forbidden for watch`; 1.27–1.31 with the `WatchList` feature
+    /// gate off (their default) `sendInitialEvents: Forbidden: sendInitialEvents is forbidden
+    /// for watch unless the WatchList feature gate is enabled`. The answer will not change on
+    /// a retry, so the reflector lists and watches instead, and stops asking.
+    pub fn is_watch_list_unsupported(&self) -> bool {
+        const FIELDS: [&str; 2] = ["sendInitialEvents", "resourceVersionMatch"];
+        let Some(s) = self.status() else {
+            return false;
+        };
+        let refused =
+            matches!(s.code, 400 | 422) || matches!(s.reason.as_str(), "Invalid" | "BadRequest");
+        refused
+            && (s.causes.iter().any(|c| FIELDS.contains(&c.field.as_str()))
+                || FIELDS.iter().any(|f| s.message.contains(f)))
+    }
+
     /// The server refused the connection.
     pub fn is_connection_refused(&self) -> bool {
         matches!(
@@ -271,6 +290,35 @@ mod tests {
         let g = ListWatchError::from(ApiStatus::gone("old"));
         assert!(!g.is_expired() && g.is_gone());
         assert!(!ListWatchError::from(ApiStatus::internal_error("x")).is_gone());
+    }
+
+    #[test]
+    fn servers_without_watch_list_are_recognised() {
+        // Kubernetes 1.26.
+        let mut k126 = ApiStatus::new(
+            422,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch",
+        );
+        k126.causes.push(StatusCause {
+            reason: "FieldValueForbidden".into(),
+            message: "Forbidden: resourceVersionMatch is forbidden for watch".into(),
+            field: "resourceVersionMatch".into(),
+        });
+        assert!(ListWatchError::from(k126).is_watch_list_unsupported());
+        // Kubernetes 1.27–1.31 with the WatchList feature gate off, message only.
+        let k130 = ApiStatus::new(
+            422,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+        );
+        assert!(ListWatchError::from(k130).is_watch_list_unsupported());
+        // Other refusals are not.
+        let other = ApiStatus::new(422, "Invalid", "labelSelector: Invalid value: \"=\"");
+        assert!(!ListWatchError::from(other).is_watch_list_unsupported());
+        let busy = ApiStatus::internal_error("sendInitialEvents: etcd is down");
+        assert!(!ListWatchError::from(busy).is_watch_list_unsupported());
+        assert!(!ListWatchError::transport("resourceVersionMatch").is_watch_list_unsupported());
     }
 
     #[test]

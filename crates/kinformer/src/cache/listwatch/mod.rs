@@ -12,6 +12,7 @@ mod error;
 mod event;
 mod options;
 mod pager;
+mod support;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -25,6 +26,8 @@ pub use error::{
 pub use event::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, ObjectList, WatchEvent};
 pub use options::{ListOptions, ResourceVersionMatch, Selectors, WatchOptions};
 pub use pager::{DEFAULT_PAGE_SIZE, ListPager, PagedList};
+pub use support::WatchListSupport;
+pub(crate) use support::{Gate, WatchListProbe};
 
 /// A watch: events in order until the server closes the stream (`None`), or an error item.
 ///
@@ -63,6 +66,13 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
         &self,
         options: &WatchOptions,
     ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send;
+
+    /// The record of whether this source's server supports watch-list, shared with the other
+    /// sources of the same client, so that a server without it is asked once in total (see
+    /// [`WatchListSupport`]). `None` by default: each reflector then learns for itself.
+    fn watch_list_support(&self) -> Option<&WatchListSupport> {
+        None
+    }
 }
 
 impl<K, L: ListerWatcher<K>> ListerWatcher<K> for Arc<L> {
@@ -78,5 +88,9 @@ impl<K, L: ListerWatcher<K>> ListerWatcher<K> for Arc<L> {
         options: &WatchOptions,
     ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
         (**self).watch(options)
+    }
+
+    fn watch_list_support(&self) -> Option<&WatchListSupport> {
+        (**self).watch_list_support()
     }
 }

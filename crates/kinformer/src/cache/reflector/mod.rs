@@ -14,7 +14,13 @@
 //!   after 2 min of quiet (replaceable for tests).
 //! - **Watch-list** (`sendInitialEvents`), on by default: the initial state streams into a
 //!   temporary store and is replaced at the end bookmark; any failure other than 429 or an
-//!   expired version falls back to list + watch for that attempt.
+//!   expired version falls back to list + watch for that attempt. A server without
+//!   watch-list (Kubernetes 1.26–1.31 by default: `422 Invalid`,
+//!   [`ListWatchError::is_watch_list_unsupported`]) is learnt once: the reflector tells its
+//!   [`ListerWatcher`]'s [`WatchListSupport`] (a `KubeListerWatcher` shares one with every
+//!   source of its client, and while nothing is known only one watch-list request is out at a
+//!   time), logs one `info` line, and lists and watches from then on, without a warning or a
+//!   further watch-list request.
 //! - **Resync**: during the watch phase, `sink.resync()` every resync period (0 = off).
 //! - **No watch event is skipped**: an undecodable watch event (garbage, an unknown event type,
 //!   an object of the wrong shape) ends the watch with [`ReflectorError::WatchUndecodable`];
@@ -52,7 +58,8 @@ pub(crate) use state::{Action, ErrorClass, Input, ReflectorMachine, WatchEnd, wa
 
 use crate::cache::fifo::ReflectorSink;
 use crate::cache::listwatch::{
-    ListOptions, ListWatchError, ListerWatcher, Selectors, WatchEvent, WatchOptions, WatchStream,
+    Gate, ListOptions, ListWatchError, ListerWatcher, Selectors, WatchEvent, WatchListProbe,
+    WatchListSupport, WatchOptions, WatchStream,
 };
 use crate::cache::listwatch::{ListPager, PagedList};
 use crate::cache::meta::{ObjectKey, meta_namespace_key};
@@ -338,7 +345,23 @@ where
                 }
                 Action::WatchList(options) => {
                     resync_at = None;
-                    match self.watch_list(options, &cancel).await {
+                    let gate = match self.lw.watch_list_support() {
+                        None => Gate::Try(None),
+                        Some(support) => tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => break,
+                            g = support.acquire() => g,
+                        },
+                    };
+                    let probe = match gate {
+                        Gate::Unsupported => {
+                            debug!(reflector = %self.name, "the server does not support watch-list: list + watch");
+                            action = self.transition(Input::WatchListUnsupported);
+                            continue;
+                        }
+                        Gate::Try(probe) => probe,
+                    };
+                    match self.watch_list(options, probe, &cancel).await {
                         Some((input, s)) => {
                             stream = s;
                             input
@@ -408,6 +431,15 @@ where
             other => other,
         };
         let mut machine = self.machine.lock();
+        if machine.uses_watch_list()
+            && self
+                .lw
+                .watch_list_support()
+                .is_some_and(WatchListSupport::is_unsupported)
+        {
+            debug!(reflector = %self.name, "the server does not support watch-list: list + watch");
+            machine.disable_watch_list();
+        }
         let action = machine.step(input.clone());
         debug!(
             reflector = %self.name,
@@ -509,9 +541,12 @@ where
         })
     }
 
+    /// Runs a watch-list; `probe` is answered when this request is the one finding out
+    /// whether the server supports watch-list.
     async fn watch_list(
         &self,
         mut options: WatchOptions,
+        probe: Option<WatchListProbe>,
         cancel: &CancellationToken,
     ) -> Option<(Input, Option<WatchStream<K>>)> {
         options.timeout = Some(watch_timeout(self.min_watch_timeout, rand::random()));
@@ -527,7 +562,29 @@ where
             Some((Input::WatchListFailed(class), None))
         };
         let mut s = match started {
-            Ok(s) => s,
+            Ok(s) => {
+                if let Some(probe) = probe {
+                    probe.supported();
+                }
+                s
+            }
+            Err(e) if e.is_watch_list_unsupported() => {
+                let news = self
+                    .lw
+                    .watch_list_support()
+                    .is_none_or(WatchListSupport::set_unsupported);
+                drop(probe);
+                if news {
+                    info!(
+                        reflector = %self.name,
+                        error = %e,
+                        "the server does not support watch-list; listing and watching from now on"
+                    );
+                } else {
+                    debug!(reflector = %self.name, error = %e, "watch-list refused (known)");
+                }
+                return Some((Input::WatchListUnsupported, None));
+            }
             Err(e) => return fail(e),
         };
         // The temporary store: objects in arrival order, a key's slot emptied on delete.

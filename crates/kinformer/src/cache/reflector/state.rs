@@ -10,7 +10,10 @@
 //! 2. `rv_unavailable` is set only by a 410 / too-large failure of a list or watch-list and
 //!    cleared by the next successful one; while set, lists and watch-lists ask for `""`.
 //! 3. Every attempt (list or watch-list, then watch) ends in a backoff before the next one.
-//! 4. No watch event is ever skipped: an undecodable event ends the watch
+//! 4. Once a watch-list is refused as unsupported ([`Input::WatchListUnsupported`]), or the
+//!    machine is told so ([`ReflectorMachine::disable_watch_list`]), attempts list and watch;
+//!    other watch-list failures fall back to list + watch for that attempt only.
+//! 5. No watch event is ever skipped: an undecodable event ends the watch
 //!    ([`WatchEnd::Undecodable`]); the next watch resumes from the last synced version, and if
 //!    that watch ends the same way without the version moving, the reflector relists.
 
@@ -111,6 +114,9 @@ pub enum Input {
     },
     /// The watch-list failed before its end bookmark.
     WatchListFailed(ErrorClass),
+    /// The server refused the watch-list as a server without the feature does
+    /// ([`ListWatchError::is_watch_list_unsupported`]): list + watch from now on.
+    WatchListUnsupported,
     /// The watch request itself failed.
     WatchFailedToStart(ErrorClass),
     /// An open watch ended.
@@ -247,6 +253,17 @@ impl ReflectorMachine {
         }
     }
 
+    /// Whether attempts begin with a watch-list.
+    pub fn uses_watch_list(&self) -> bool {
+        self.use_watch_list
+    }
+
+    /// Lists and watches from the next attempt on: the server is known not to support
+    /// watch-list.
+    pub fn disable_watch_list(&mut self) {
+        self.use_watch_list = false;
+    }
+
     /// Forgets the phase (an interrupted run) but keeps the versions, so that the next
     /// [`Input::Start`] begins a new attempt from the last synced version.
     pub fn reset_phase(&mut self) {
@@ -305,6 +322,10 @@ impl ReflectorMachine {
                 self.rv_unavailable = true;
                 self.watch_list()
             }
+            (Phase::WatchListing { .. }, Input::WatchListUnsupported) => {
+                self.use_watch_list = false;
+                self.begin_attempt()
+            }
             (Phase::WatchListing { .. }, Input::WatchListFailed(_)) => {
                 // Fall back to list + watch for this attempt: progress beats waiting.
                 let rv = self.relist_resource_version().to_owned();
@@ -345,7 +366,13 @@ impl ReflectorMachine {
 
             (Phase::BackingOff(Resume::Attempt), Input::BackoffElapsed) => self.begin_attempt(),
             (Phase::BackingOff(Resume::Rewatch), Input::BackoffElapsed) => self.watch(),
-            (Phase::BackingOff(Resume::WatchList), Input::BackoffElapsed) => self.watch_list(),
+            (Phase::BackingOff(Resume::WatchList), Input::BackoffElapsed) => {
+                if self.use_watch_list {
+                    self.watch_list()
+                } else {
+                    self.begin_attempt()
+                }
+            }
 
             (phase, input) => {
                 // Not reachable from the runner; recover by starting over after a backoff.
@@ -725,6 +752,33 @@ mod tests {
         }));
         assert_eq!(list_rv(&a), (Some("0"), Some(500)));
         assert_eq!(watch_rv(&m.step(ok("4"))), Some("4"));
+    }
+
+    #[test]
+    fn an_unsupported_watch_list_is_not_tried_again() {
+        let mut m = ReflectorMachine::new(None, true, Selectors::default());
+        m.step(Input::Start);
+        let a = m.step(Input::WatchListUnsupported);
+        assert_eq!(list_rv(&a), (Some("0"), Some(500)));
+        assert!(!m.uses_watch_list());
+        m.step(ok("4"));
+        m.step(Input::WatchEnded(WatchEnd::TooShort));
+        // The next attempt lists, from the last version, without a watch-list.
+        let a = m.step(Input::BackoffElapsed);
+        assert_eq!(list_rv(&a), (Some("4"), None));
+    }
+
+    #[test]
+    fn a_machine_told_watch_list_is_unsupported_lists_even_after_a_throttled_watch_list() {
+        let mut m = ReflectorMachine::new(None, true, Selectors::default());
+        m.step(Input::Start);
+        let a = m.step(Input::WatchListFailed(ErrorClass::Throttled {
+            retry_after: None,
+        }));
+        assert_eq!(a, Action::Backoff { retry_after: None });
+        m.disable_watch_list();
+        let a = m.step(Input::BackoffElapsed);
+        assert_eq!(list_rv(&a), (Some("0"), Some(500)));
     }
 
     #[test]
