@@ -3,7 +3,7 @@
 use super::IndexFuncError;
 use crate::cache::meta::{KeyError, ObjectKey};
 
-/// An error from the [`Indexer`]. None is retryable: they describe bad objects or misuse.
+/// An error from the [`Indexer`](super::Indexer). None is retryable: they describe bad objects or misuse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum IndexerError {
