@@ -47,20 +47,20 @@ pub struct Upserted<K> {
 ///   storage builds new tables and swaps them in; compact storage stages the differences
 ///   without the lock and applies them under it, so a relist holds only the changed objects
 ///   twice.
-/// - Memory: per object, one key string, held by the item map. In typed mode an index entry
+/// - Memory: per object, one key string, held by the item map. In typed storage an index entry
 ///   is the object's `Arc` with the hash of its key (16 bytes), compared by the key read from
 ///   the object, so `by_index` needs no second lookup: ≈ 115 bytes per object for the item map
 ///   and two indices in the W4 workload, excluding the objects themselves (client-go: 141). In
-///   compact mode an entry is the shared key and the encoding (32 bytes).
+///   compact storage an entry is the shared key and the encoding (32 bytes).
 ///
 /// Two storages, chosen at construction, behind the same API and semantics:
 /// - typed ([`Indexer::new`]): objects kept as `Arc<K>`. Reads cannot fail: the `try_`
 ///   readers always return `Ok`, and the plain ones lose nothing;
 /// - compact (`Indexer::compact`, feature `compact`, on by default): objects kept encoded
 ///   (`CompactOptions`), index values computed once from the decoded object on write, reads
-///   decode on demand. A compact entry is an `Arc<[u8]>` (16 bytes per reference). A stored
-///   object that cannot be decoded is an error from the `try_` readers (and from `by_index`,
-///   `index` and writes that need the old object); the plain readers log it and leave it out.
+///   decode on demand (lists past the hot-object cache). A stored object that cannot be
+///   decoded is an error from the `try_` readers (and from `by_index`, `index` and writes that
+///   need the old object); the plain readers log it and leave it out.
 ///
 /// Share it with `Arc<Indexer<K>>`; all methods take `&self`.
 ///
