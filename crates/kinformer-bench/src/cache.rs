@@ -205,7 +205,7 @@ fn w4_rows(compact: bool) -> Result<Vec<Row>, String> {
         let kept = list.clone();
         let before = live_bytes();
         reset_peak();
-        indexer.replace(list, "2").map_err(err)?;
+        indexer.replace(list).map_err(err)?;
         let extra = peak_bytes().saturating_sub(before);
         drop(kept);
         Ok(((steady + extra) as f64 / steady.max(1) as f64 * 1000.0).round() / 1000.0)

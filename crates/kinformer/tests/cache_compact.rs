@@ -131,7 +131,7 @@ proptest! {
         }
         // A replace with the same content keeps it; the previous content reads back too.
         let list: Vec<Arc<Pod>> = pods.iter().cloned().map(Arc::new).collect();
-        let old = idx.replace_take_old(list, "9").unwrap();
+        let old = idx.replace_take_old(list).unwrap();
         for (key, want) in &expected {
             let prev = old.try_get(key).unwrap();
             prop_assert_eq!(prev.as_deref(), Some(want));

@@ -246,6 +246,7 @@ impl<C> SharedInformerFactory<C> {
     }
 
     /// The client informers are built from.
+    #[cfg(feature = "kube")]
     pub(crate) fn client(&self) -> &C {
         &self.client
     }

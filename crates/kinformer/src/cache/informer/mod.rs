@@ -21,6 +21,7 @@ mod stream;
 mod watcher;
 
 pub use error::InformerError;
+#[cfg(feature = "kube")]
 pub(crate) use factory::FactoryKey;
 pub use factory::SharedInformerFactory;
 pub use lister::{Lister, NamespaceLister};

@@ -82,6 +82,7 @@ impl<K: Resource + Send + Sync + 'static> EventStream<K> {
 
 impl<K: Resource + Send + Sync + 'static> EventStream<K> {
     /// The next notification if one is buffered now, without waiting.
+    #[cfg(feature = "kube-runtime")]
     pub(crate) fn try_next(&mut self) -> Option<Notification<K>> {
         self.rx.try_recv().ok()
     }

@@ -10,6 +10,7 @@ pub use error::CacheError;
 pub use key::{
     DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey, meta_namespace_key, split_key,
 };
+#[cfg(feature = "kube")]
 pub(crate) use lazy::is_lazy;
 pub use lazy::{Lazy, full_decodes as lazy_full_decodes};
 pub use selector::{Operator, Requirement, Selector, SelectorParseError};

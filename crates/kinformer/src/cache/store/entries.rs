@@ -1,9 +1,9 @@
-//! Index entry sets of the two storage modes.
+//! The index entry set of typed storage (compact storage's is in `compact::backend`).
 //!
 //! Typed mode keeps, per index value, a set of the objects themselves with the hash of their
 //! key (16 bytes per entry): compared by the key `namespace/name` read from the object, so no
 //! key string is stored, `by_index` clones the objects straight out of the set, and a growing
-//! set rehashes without touching the objects. Compact mode keeps key → encoding.
+//! set rehashes without touching the objects.
 
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -12,8 +12,7 @@ use std::sync::{Arc, LazyLock};
 use kube_core::Resource;
 
 use crate::cache::meta::ObjectKey;
-use crate::cache::store::Blob;
-use crate::cache::store::{EntrySet, FastMap, FastSet, FastState};
+use crate::cache::store::{EntrySet, FastSet, FastState};
 
 /// Something naming an object key as `namespace/name` (or `name` without a namespace), for
 /// hashing and comparing set entries by key without storing the key string.
@@ -157,26 +156,6 @@ impl<K: Resource> EntrySet for FastSet<ByKey<K>> {
 
     fn is_empty(&self) -> bool {
         FastSet::is_empty(self)
-    }
-}
-
-impl EntrySet for FastMap<ObjectKey, Blob> {
-    type Entry = Blob;
-
-    fn with_one() -> Self {
-        FastMap::with_capacity_and_hasher(1, FastState::default())
-    }
-
-    fn put(&mut self, key: &ObjectKey, entry: &Blob) {
-        self.insert(key.clone(), Arc::clone(entry));
-    }
-
-    fn remove_key(&mut self, key: &ObjectKey) {
-        self.remove(key);
-    }
-
-    fn is_empty(&self) -> bool {
-        FastMap::is_empty(self)
     }
 }
 

@@ -1,9 +1,9 @@
 //! What the indexer reports.
 
-use super::{CodecError, IndexFuncError};
+use super::IndexFuncError;
 use crate::cache::meta::{KeyError, ObjectKey};
 
-/// An error from the [`Indexer`]. None is retryable: they describe bad objects or misuse.
+/// An error from the [`Indexer`](super::Indexer). None is retryable: they describe bad objects or misuse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum IndexerError {
@@ -26,7 +26,7 @@ pub enum IndexerError {
         /// The function's error.
         source: IndexFuncError,
     },
-    /// Compact mode: the object could not be encoded; the store was left unchanged.
+    /// Compact storage: the object could not be encoded; the store was left unchanged.
     #[error("cannot store {key} compactly: {source}")]
     Encode {
         /// The object's key.
@@ -34,7 +34,7 @@ pub enum IndexerError {
         /// The codec's error.
         source: CodecError,
     },
-    /// Compact mode: the bytes stored under `key` could not be decoded (corrupt, or not the
+    /// Compact storage: the bytes stored under `key` could not be decoded (corrupt, or not the
     /// stored type). A write that needed the old object left the store unchanged.
     #[error("cannot decode the object stored under {key}: {source}")]
     Decode {
@@ -43,7 +43,23 @@ pub enum IndexerError {
         /// The codec's error.
         source: CodecError,
     },
-    /// Compact mode could not be set up (e.g. an unusable dictionary).
+    /// Compact storage could not be set up (e.g. an unusable dictionary).
     #[error("compact store: {0}")]
     Compact(CodecError),
+}
+
+/// Why an object could not be encoded, or stored bytes could not be decoded (compact
+/// storage, feature `compact`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// The object could not be serialized.
+    #[error("cannot encode object: {0}")]
+    Encode(String),
+    /// Stored bytes are corrupt or not decodable as the object type.
+    #[error("cannot decode stored object: {0}")]
+    Decode(String),
+    /// The dictionary could not be trained or loaded.
+    #[error("dictionary: {0}")]
+    Dictionary(String),
 }

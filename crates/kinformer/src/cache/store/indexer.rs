@@ -1,19 +1,24 @@
-//! The [`Indexer`]: construction, writes and reads by key.
+//! The [`Indexer`]: one front over the storage it was built with. Every method dispatches
+//! to the same generic code (`core`, `reads`, `indices`, `replace`), instantiated per storage.
 
 use std::fmt;
 use std::sync::Arc;
 
 use kube_core::Resource;
-use parking_lot::{Mutex, RwLock};
+#[cfg(feature = "compact")]
 use serde::Serialize;
+#[cfg(feature = "compact")]
 use serde::de::DeserializeOwned;
 
+use super::backend::{ReadError, Replaced};
+#[cfg(feature = "compact")]
+use super::compact::CompactBackend;
+use super::core::Core;
 use super::error::IndexerError;
-use super::tables::*;
-use super::{
-    Blob, CompactOptions, EntrySet, HotObjects, IndexFunc, Indexers, ObjectCodec, TransformFunc,
-    TypedCodec,
-};
+use super::typed::TypedBackend;
+#[cfg(feature = "compact")]
+use super::{CompactOptions, HotObjects, TypedCodec};
+use super::{Indexers, PreviousItems, TransformFunc};
 use crate::cache::meta::{ObjectKey, meta_namespace_key};
 
 /// What an insert did: the previous object (if any) and the object as stored (transformed).
@@ -25,55 +30,39 @@ pub struct Upserted<K> {
     pub new: Arc<K>,
 }
 
-pub(super) fn decode_arc<K>(
-    codec: &dyn ObjectCodec<K>,
-    key: &str,
-    blob: &[u8],
-) -> Result<Arc<K>, IndexerError> {
-    codec
-        .decode(blob)
-        .map(Arc::new)
-        .map_err(|source| IndexerError::Decode {
-            key: ObjectKey::from_raw(key),
-            source,
-        })
-}
-
-/// Logs a decode error for read APIs that cannot return one.
-pub(super) fn log_decode_error(e: &IndexerError) {
-    tracing::error!(error = %e, "compact indexer: stored object skipped");
-}
-
 /// A thread-safe, indexed object cache keyed by `namespace/name`: client-go's `Indexer`.
 ///
 /// # Properties
 ///
 /// - Readers (`get`, `list`, `by_index`, …) take a shared lock for as long as it takes to copy
-///   out `Arc`s; they never wait for user code (nor, in compact mode, for decoding).
+///   out `Arc`s (compact storage: encodings); they never wait for user code (nor, in compact
+///   storage, for decoding).
 /// - No user code (index functions, the transform) runs under the state lock: a write computes
 ///   the key, the transform and all index values first, then takes the write lock only to swap
 ///   map entries.
 /// - Writers are serialised by a separate writer mutex (taken before the state lock), so the
 ///   old object a write reads is still current when it applies — lock order: `writer` → `state`.
 /// - Index values whose key set becomes empty are removed.
-/// - `replace` is atomic: readers see the old content or the new one, never a mix. Typed mode
-///   builds new tables and swaps them in; compact mode stages the differences without the
-///   lock and applies them under it, so a relist holds only the changed objects twice.
-/// - Memory: per object, one key string, held by the item map. In typed mode an index entry
+/// - `replace` is atomic: readers see the old content or the new one, never a mix. Typed
+///   storage builds new tables and swaps them in; compact storage stages the differences
+///   without the lock and applies them under it, so a relist holds only the changed objects
+///   twice.
+/// - Memory: per object, one key string, held by the item map. In typed storage an index entry
 ///   is the object's `Arc` with the hash of its key (16 bytes), compared by the key read from
 ///   the object, so `by_index` needs no second lookup: ≈ 115 bytes per object for the item map
 ///   and two indices in the W4 workload, excluding the objects themselves (client-go: 141). In
-///   compact mode an entry is the shared key and the encoding (32 bytes).
+///   compact storage an entry is the shared key and the encoding (32 bytes).
 ///
-/// Two storage modes, chosen at construction:
-/// - typed ([`Indexer::new`]): objects kept as `Arc<K>`;
-/// - compact ([`Indexer::compact`]): objects kept encoded (`CompactOptions`), index values
-///   computed once from the decoded object on write, reads decode on demand. A compact entry is
-///   an `Arc<[u8]>` (16 bytes per reference).
+/// Two storages, chosen at construction, behind the same API and semantics:
+/// - typed ([`Indexer::new`]): objects kept as `Arc<K>`. Reads cannot fail: the `try_`
+///   readers always return `Ok`, and the plain ones lose nothing;
+/// - compact (`Indexer::compact`, feature `compact`, on by default): objects kept encoded
+///   (`CompactOptions`), index values computed once from the decoded object on write, reads
+///   decode on demand (lists past the hot-object cache). A stored object that cannot be
+///   decoded is an error from the `try_` readers (and from `by_index`, `index` and writes that
+///   need the old object); the plain readers log it and leave it out.
 ///
-/// Share it with `Arc<Indexer<K>>`; all methods take `&self`. Built typed with
-/// [`new`](Self::new) or compact with [`compact`](Self::compact); both modes have the same API
-/// and semantics.
+/// Share it with `Arc<Indexer<K>>`; all methods take `&self`.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -92,30 +81,38 @@ pub(super) fn log_decode_error(e: &IndexerError) {
 /// assert!(indexer.by_index("nope", "web").is_err());
 /// ```
 pub struct Indexer<K> {
-    pub(super) writer: Mutex<()>,
-    pub(super) state: RwLock<State<K>>,
-    pub(super) transform: Option<TransformFunc<K>>,
-    /// Compact mode when set.
-    pub(super) codec: Option<Arc<dyn ObjectCodec<K>>>,
-    /// Compact mode: decoded objects kept for reads ([`CompactOptions::hot_objects`]).
-    pub(super) hot: Option<HotObjects<K>>,
+    pub(super) mode: Mode<K>,
+}
+
+/// The storage an indexer was built with.
+pub(super) enum Mode<K> {
+    Typed(Core<K, TypedBackend>),
+    /// Boxed: the typed indexer stays small.
+    #[cfg(feature = "compact")]
+    Compact(Box<Core<K, CompactBackend<K>>>),
+}
+
+/// Runs `$body` with `$core` bound to the indexer's core, whichever its storage.
+macro_rules! dispatch {
+    ($self:expr, $core:ident => $body:expr) => {
+        match $self {
+            Mode::Typed($core) => $body,
+            #[cfg(feature = "compact")]
+            Mode::Compact($core) => $body,
+        }
+    };
 }
 
 impl<K> fmt::Debug for Indexer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.state.read();
-        f.debug_struct("Indexer")
-            .field("compact", &self.codec.is_some())
-            .field("hot_objects", &self.hot.as_ref().map(|h| h.len()))
-            .field("items", &s.len(self.codec.is_some()))
-            .field(
-                "indexers",
-                &s.indexers
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .collect::<Vec<_>>(),
-            )
-            .finish()
+        let mut d = f.debug_struct("Indexer");
+        d.field("compact", &self.is_compact());
+        #[cfg(feature = "compact")]
+        if let Mode::Compact(c) = &self.mode {
+            d.field("hot_objects", &c.backend.hot.as_ref().map(|h| h.len()));
+        }
+        dispatch!(&self.mode, c => d.field("items", &c.len()).field("indexers", &c.indexer_names()));
+        d.finish()
     }
 }
 
@@ -125,11 +122,13 @@ impl<K: Resource> Default for Indexer<K> {
     }
 }
 
+#[cfg(feature = "compact")]
 impl<K: Resource + Serialize + DeserializeOwned + 'static> Indexer<K> {
-    /// An empty indexer in compact mode: objects are kept encoded (see
+    /// An empty indexer with compact storage: objects are kept encoded (see
     /// [`CompactOptions`]) and decoded on every read, in exchange for a fraction of the memory
     /// of typed objects. Same API and semantics as [`new`](Self::new); reads return freshly
-    /// decoded objects (equal to what was stored, not the same `Arc`).
+    /// decoded objects (equal to what was stored, not the same `Arc`). Needs the `compact`
+    /// feature (on by default).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -153,218 +152,100 @@ impl<K: Resource + Serialize + DeserializeOwned + 'static> Indexer<K> {
     /// [`IndexerError::Compact`] if a given dictionary is unusable.
     pub fn compact(indexers: Indexers<K>, options: CompactOptions) -> Result<Self, IndexerError> {
         let codec = TypedCodec::<K>::new(&options).map_err(IndexerError::Compact)?;
-        let mut idx = Self::new(indexers);
-        idx.codec = Some(Arc::new(codec));
-        idx.hot = (options.hot_objects > 0).then(|| HotObjects::new(options.hot_objects));
-        Ok(idx)
+        let backend = CompactBackend {
+            codec: Arc::new(codec),
+            hot: (options.hot_objects > 0).then(|| HotObjects::new(options.hot_objects)),
+        };
+        Ok(Indexer {
+            mode: Mode::Compact(Box::new(Core::new(indexers, backend))),
+        })
+    }
+}
+
+#[cfg(feature = "compact")]
+impl<K> Indexer<K> {
+    /// Compact storage: the size of the zstd dictionary in use, if one exists yet (`None` for
+    /// typed storage). Needs the `compact` feature.
+    pub fn compact_dictionary_len(&self) -> Option<usize> {
+        match &self.mode {
+            Mode::Compact(c) => c.backend.codec.core().dictionary_len(),
+            Mode::Typed(_) => None,
+        }
+    }
+
+    /// Compact storage: the bytes of all stored encodings (payloads only, without map and
+    /// index overhead); `0` for typed storage. Needs the `compact` feature.
+    pub fn compact_stored_bytes(&self) -> usize {
+        match &self.mode {
+            Mode::Compact(c) => c.state.read().tables.items.values().map(|b| b.len()).sum(),
+            Mode::Typed(_) => 0,
+        }
+    }
+}
+
+impl<K> Indexer<K> {
+    /// True if objects are kept encoded (`compact`).
+    pub fn is_compact(&self) -> bool {
+        match &self.mode {
+            Mode::Typed(_) => false,
+            #[cfg(feature = "compact")]
+            Mode::Compact(_) => true,
+        }
+    }
+
+    /// Number of stored objects.
+    pub fn len(&self) -> usize {
+        dispatch!(&self.mode, c => c.len())
+    }
+
+    /// True when nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True if an index named `name` exists.
+    pub fn has_index(&self, name: &str) -> bool {
+        dispatch!(&self.mode, c => c.has_index(name))
+    }
+
+    /// Every value present in index `name` (empty for an unknown index, as client-go).
+    pub fn list_index_func_values(&self, name: &str) -> Vec<String> {
+        dispatch!(&self.mode, c => c.list_index_func_values(name))
+    }
+
+    /// The names of the indices.
+    pub fn indexer_names(&self) -> Vec<String> {
+        dispatch!(&self.mode, c => c.indexer_names())
     }
 }
 
 impl<K: Resource> Indexer<K> {
     /// An empty indexer with these index functions, keeping objects typed (`Arc<K>`).
     pub fn new(indexers: Indexers<K>) -> Self {
-        let list = sorted(indexers);
         Indexer {
-            writer: Mutex::new(()),
-            state: RwLock::new(State {
-                typed: Tables::new(list.len(), 0),
-                compact: Tables::new(list.len(), 0),
-                indexers: Arc::new(list),
-            }),
-            transform: None,
-            codec: None,
-            hot: None,
+            mode: Mode::Typed(Core::new(indexers, TypedBackend)),
         }
     }
 
     /// Sets a transform applied to every object before it is stored (e.g.
     /// [`strip_managed_fields`](super::strip_managed_fields)).
     pub fn with_transform(mut self, transform: TransformFunc<K>) -> Self {
-        self.transform = Some(transform);
+        dispatch!(&mut self.mode, c => c.transform = Some(transform));
         self
-    }
-
-    /// True if objects are kept encoded ([`compact`](Self::compact)).
-    pub fn is_compact(&self) -> bool {
-        self.codec.is_some()
-    }
-
-    /// Compact mode: the size of the zstd dictionary in use, if one exists yet.
-    pub fn compact_dictionary_len(&self) -> Option<usize> {
-        self.codec.as_ref().and_then(|c| c.core().dictionary_len())
-    }
-
-    /// Compact mode: the bytes of all stored encodings (payloads only, without map and index
-    /// overhead); `0` in typed mode.
-    pub fn compact_stored_bytes(&self) -> usize {
-        self.state
-            .read()
-            .compact
-            .items
-            .values()
-            .map(|b| b.len())
-            .sum()
-    }
-
-    pub(super) fn prepare(&self, obj: Arc<K>) -> Result<(ObjectKey, Arc<K>), IndexerError> {
-        let obj = match &self.transform {
-            Some(t) => t(obj),
-            None => obj,
-        };
-        let key = meta_namespace_key(obj.as_ref())?;
-        Ok((key, obj))
-    }
-
-    pub(super) fn encode(
-        codec: &dyn ObjectCodec<K>,
-        key: &ObjectKey,
-        obj: &K,
-    ) -> Result<Blob, IndexerError> {
-        codec.encode(obj).map_err(|source| IndexerError::Encode {
-            key: key.clone(),
-            source,
-        })
-    }
-
-    /// Decodes blobs read under the lock; the first undecodable one is the error.
-    pub(super) fn decode_all(
-        &self,
-        codec: &dyn ObjectCodec<K>,
-        blobs: Vec<(ObjectKey, Blob)>,
-    ) -> Result<Vec<Arc<K>>, IndexerError> {
-        blobs
-            .iter()
-            .map(|(k, b)| self.decode_stored(codec, k, b, true))
-            .collect()
-    }
-
-    /// Compact mode: the object `blob` (stored under `key`) encodes, from the hot-object cache
-    /// when it holds that very encoding, else decoded (and, with `remember`, cached).
-    pub(super) fn decode_stored(
-        &self,
-        codec: &dyn ObjectCodec<K>,
-        key: &ObjectKey,
-        blob: &Blob,
-        remember: bool,
-    ) -> Result<Arc<K>, IndexerError> {
-        let Some(hot) = &self.hot else {
-            return decode_arc(codec, key.as_str(), blob);
-        };
-        if let Some(obj) = hot.get(key.as_str(), blob) {
-            return Ok(obj);
-        }
-        let obj = decode_arc(codec, key.as_str(), blob)?;
-        if remember {
-            hot.insert(key, blob, &obj);
-        }
-        Ok(obj)
-    }
-
-    /// Compact mode: trains the dictionary once enough objects are stored, and re-encodes
-    /// what was stored before it existed. Called with the writer lock held.
-    pub(super) fn maybe_train(&self, codec: &Arc<dyn ObjectCodec<K>>) -> Result<(), IndexerError> {
-        let samples: Vec<Blob> = {
-            let s = self.state.read();
-            if !codec.core().wants_training(s.compact.items.len()) {
-                return Ok(());
-            }
-            s.compact.items.values().cloned().collect()
-        };
-        if codec.core().train(&samples) {
-            drop(samples);
-            self.state.write().compact.recompress(codec.as_ref())?;
-        }
-        Ok(())
     }
 
     /// Inserts or replaces `obj`, returning the previous and the stored object. The informer's
     /// process loop uses this for "update if present, else add".
     ///
-    /// In compact mode the previous object is decoded from its stored bytes; `new` is the
-    /// object given (after the transform), not a decoded copy.
+    /// With compact storage the previous object is decoded from its stored bytes; `new` is
+    /// the object given (after the transform), not a decoded copy.
     ///
     /// # Errors
-    /// A key error, or an index function error (the store is then unchanged); in compact mode
-    /// also an encode error, or a decode error for the previous object (store unchanged).
+    /// A key error, or an index function error (the store is then unchanged); with compact
+    /// storage also an encode error, or a decode error for the previous object (store
+    /// unchanged).
     pub fn upsert(&self, obj: Arc<K>) -> Result<Upserted<K>, IndexerError> {
-        let (key, obj) = self.prepare(obj)?;
-        let _w = self.writer.lock();
-        if let Some(codec) = &self.codec {
-            let blob = Self::encode(codec.as_ref(), &key, &obj)?;
-            let (old_blob, funcs) = {
-                let s = self.state.read();
-                (
-                    s.compact.items.get(key.as_str()).cloned(),
-                    Arc::clone(&s.indexers),
-                )
-            };
-            if let Some(stored) = old_blob.as_ref().filter(|b| ***b == *blob) {
-                // Identical bytes: the stored object equals `obj` (nothing to decode), and so
-                // do its index values; nothing to change.
-                if let Some(hot) = &self.hot {
-                    hot.insert(&key, stored, &obj);
-                }
-                return Ok(Upserted {
-                    old: Some(Arc::clone(&obj)),
-                    new: obj,
-                });
-            }
-            let old = match &old_blob {
-                Some(b) => Some(self.decode_stored(codec.as_ref(), &key, b, true)?),
-                None => None,
-            };
-            self.put_indexed(&funcs, &key, &obj, old.as_deref(), &blob, |s| {
-                &mut s.compact
-            })?;
-            if let Some(hot) = &self.hot {
-                // The object just written is the likeliest to be read (and updated) next.
-                hot.insert(&key, &blob, &obj);
-            }
-            drop(blob);
-            self.maybe_train(codec)?;
-            return Ok(Upserted { old, new: obj });
-        }
-        let (old, funcs) = {
-            let s = self.state.read();
-            (
-                s.typed.items.get(key.as_str()).cloned(),
-                Arc::clone(&s.indexers),
-            )
-        };
-        if let Some(o) = &old
-            && Arc::ptr_eq(o, &obj)
-        {
-            // The very object already stored (a resync, a repeated delta): index values of
-            // the same object cannot differ, so nothing changes.
-            return Ok(Upserted { old, new: obj });
-        }
-        self.put_indexed(&funcs, &key, &obj, old.as_deref(), &obj, |s| &mut s.typed)?;
-        Ok(Upserted { old, new: obj })
-    }
-
-    /// Computes the index values of `obj` and of the object it replaces (`old`) without the
-    /// lock, then stores `stored` under `key` in the tables `tables` picks, under the lock.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn put_indexed<V: Stored>(
-        &self,
-        funcs: &[(String, IndexFunc<K>)],
-        key: &ObjectKey,
-        obj: &K,
-        old: Option<&K>,
-        stored: &V,
-        tables: impl FnOnce(&mut State<K>) -> &mut Tables<V>,
-    ) -> Result<(), IndexerError>
-    where
-        V::Set: EntrySet<Entry = V>,
-    {
-        let mut new_vals = compute_values(funcs, key, obj)?;
-        let old_vals = match old {
-            Some(o) => Some(compute_values(funcs, key, o)?),
-            None => None,
-        };
-        let mut s = self.state.write();
-        tables(&mut s).put(key, stored, old_vals.as_ref(), &mut new_vals);
-        Ok(())
+        dispatch!(&self.mode, c => c.upsert(obj))
     }
 
     /// Adds `obj` (replacing any object with the same key).
@@ -386,8 +267,8 @@ impl<K: Resource> Indexer<K> {
     /// Deletes the object with `obj`'s key; returns what was stored.
     ///
     /// # Errors
-    /// A key error, or an index function error on the stored object (which then stays); in
-    /// compact mode a decode error for the stored object (which then stays).
+    /// A key error, or an index function error on the stored object (which then stays); with
+    /// compact storage a decode error for the stored object (which then stays).
     pub fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, IndexerError> {
         let key = meta_namespace_key(obj)?;
         self.delete_by_key(key.as_str())
@@ -396,174 +277,139 @@ impl<K: Resource> Indexer<K> {
     /// Deletes the object stored under `key`; returns it.
     ///
     /// # Errors
-    /// An index function error on the stored object (which then stays); in compact mode a
-    /// decode error for the stored object (which then stays).
+    /// An index function error on the stored object (which then stays); with compact storage
+    /// a decode error for the stored object (which then stays).
     pub fn delete_by_key(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
-        let _w = self.writer.lock();
-        let key = ObjectKey::from(key);
-        if let Some(codec) = &self.codec {
-            let (blob, funcs) = {
-                let s = self.state.read();
-                (
-                    s.compact.items.get(key.as_str()).cloned(),
-                    Arc::clone(&s.indexers),
-                )
-            };
-            let Some(blob) = blob else { return Ok(None) };
-            let old = self.decode_stored(codec.as_ref(), &key, &blob, true)?;
-            let old_vals = compute_values(&funcs, &key, &old)?;
-            self.state.write().compact.take(&key, &blob, &old_vals);
-            if let Some(hot) = &self.hot {
-                hot.remove(key.as_str());
-            }
-            return Ok(Some(old));
-        }
-        let (old, funcs) = {
-            let s = self.state.read();
-            (
-                s.typed.items.get(key.as_str()).cloned(),
-                Arc::clone(&s.indexers),
-            )
-        };
-        let Some(old) = old else { return Ok(None) };
-        let old_vals = compute_values(&funcs, &key, &old)?;
-        self.state.write().typed.take(&key, &old, &old_vals);
-        Ok(Some(old))
+        dispatch!(&self.mode, c => c.delete_by_key(key))
     }
 
-    /// Every stored `(key, object)` pair; in compact mode the first undecodable object is an
-    /// error.
+    /// Replaces the whole content with `objs` (atomically) and updates every index.
     ///
     /// # Errors
-    /// [`IndexerError::Decode`] (compact mode only).
+    /// A key or index function error for any object (with compact storage also an encode
+    /// error); the store is then unchanged.
+    pub fn replace(&self, objs: Vec<Arc<K>>) -> Result<(), IndexerError> {
+        self.replace_take_old(objs).map(|_| ())
+    }
+
+    /// As [`replace`](Self::replace), returning the previous content (used to reconcile an
+    /// atomic replace: what vanished, what changed).
+    ///
+    /// # Errors
+    /// As [`replace`](Self::replace).
+    pub fn replace_take_old(&self, objs: Vec<Arc<K>>) -> Result<PreviousItems<K>, IndexerError> {
+        dispatch!(&self.mode, c => c.replace(objs, false)).map(|(old, _)| old)
+    }
+
+    /// As [`replace_take_old`](Self::replace_take_old), also returning the objects as stored
+    /// (after the transform), in list order: what an informer hands its handlers. With
+    /// compact storage these are the given objects, not decoded copies.
+    pub(crate) fn replace_returning_stored(
+        &self,
+        objs: Vec<Arc<K>>,
+    ) -> Result<Replaced<K>, IndexerError> {
+        dispatch!(&self.mode, c => c.replace(objs, true))
+    }
+
+    /// Every stored `(key, object)` pair; with compact storage the first undecodable object
+    /// is an error.
+    ///
+    /// # Errors
+    /// [`IndexerError::Decode`] (compact storage only).
     pub fn try_list_with_keys(&self) -> Result<Vec<(ObjectKey, Arc<K>)>, IndexerError> {
-        let s = self.state.read();
-        let Some(codec) = &self.codec else {
-            return Ok(Self::snapshot(&s.typed));
-        };
-        let blobs = Self::snapshot(&s.compact);
-        drop(s);
-        blobs
-            .into_iter()
-            .map(|(k, b)| decode_arc(codec.as_ref(), k.as_str(), &b).map(|o| (k, o)))
-            .collect()
+        dispatch!(&self.mode, c => c.try_list_with_keys().map_err(ReadError::into_indexer))
     }
 
-    /// Every stored object; in compact mode the first undecodable object is an error.
+    /// Every stored object; with compact storage the first undecodable object is an error.
     ///
     /// # Errors
-    /// [`IndexerError::Decode`] (compact mode only).
+    /// [`IndexerError::Decode`] (compact storage only).
     pub fn try_list(&self) -> Result<Vec<Arc<K>>, IndexerError> {
-        let s = self.state.read();
-        let Some(codec) = &self.codec else {
-            return Ok(s.typed.items.values().cloned().collect());
-        };
-        let blobs = Self::snapshot(&s.compact);
-        drop(s);
-        self.decode_all(codec.as_ref(), blobs)
+        dispatch!(&self.mode, c => c.try_list().map_err(ReadError::into_indexer))
     }
 
-    /// Every stored object, in no particular order. In compact mode an undecodable object is
-    /// logged and left out (use [`try_list`](Self::try_list) to get the error).
+    /// Every stored object, in no particular order. With compact storage an undecodable
+    /// object is logged and left out (use [`try_list`](Self::try_list) to get the error).
     pub fn list(&self) -> Vec<Arc<K>> {
-        match &self.codec {
-            None => self.state.read().typed.items.values().cloned().collect(),
-            Some(_) => self
-                .try_list_with_keys_lossy()
-                .into_iter()
-                .map(|(_, o)| o)
-                .collect(),
-        }
-    }
-
-    pub(super) fn try_list_with_keys_lossy(&self) -> Vec<(ObjectKey, Arc<K>)> {
-        let Some(codec) = &self.codec else {
-            return self.try_list_with_keys().unwrap_or_default();
-        };
-        let blobs = Self::snapshot(&self.state.read().compact);
-        blobs
-            .into_iter()
-            .filter_map(|(k, b)| match decode_arc(codec.as_ref(), k.as_str(), &b) {
-                Ok(o) => Some((k, o)),
-                Err(e) => {
-                    log_decode_error(&e);
-                    None
-                }
-            })
-            .collect()
+        dispatch!(&self.mode, c => c.list())
     }
 
     /// Every stored key, in no particular order.
     pub fn list_keys(&self) -> Vec<ObjectKey> {
-        let s = self.state.read();
-        if self.codec.is_some() {
-            s.compact.items.keys().cloned().collect()
-        } else {
-            s.typed.items.keys().cloned().collect()
-        }
+        dispatch!(&self.mode, c => c.list_keys())
     }
 
-    /// Every stored `(key, object)` pair. In compact mode an undecodable object is logged and
-    /// left out (see [`try_list_with_keys`](Self::try_list_with_keys)).
+    /// Every stored `(key, object)` pair. With compact storage an undecodable object is
+    /// logged and left out (see [`try_list_with_keys`](Self::try_list_with_keys)).
     pub fn list_with_keys(&self) -> Vec<(ObjectKey, Arc<K>)> {
-        self.try_list_with_keys_lossy()
+        dispatch!(&self.mode, c => c.list_with_keys())
     }
 
     /// The stored object with `obj`'s key.
     ///
     /// # Errors
-    /// A key error; in compact mode a decode error.
+    /// A key error; with compact storage a decode error.
     pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>, IndexerError> {
         let key = meta_namespace_key(obj)?;
         self.try_get_by_key(key.as_str())
     }
 
-    /// The object stored under `key`; in compact mode decoded from its stored bytes.
+    /// The object stored under `key`; with compact storage decoded from its stored bytes.
     ///
     /// # Errors
-    /// [`IndexerError::Decode`] (compact mode only).
+    /// [`IndexerError::Decode`] (compact storage only).
     pub fn try_get_by_key(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
-        let Some(codec) = &self.codec else {
-            return Ok(self.state.read().typed.items.get(key).cloned());
-        };
-        let found = self
-            .state
-            .read()
-            .compact
-            .items
-            .get_key_value(key)
-            .map(|(k, b)| (k.clone(), Arc::clone(b)));
-        found
-            .map(|(k, b)| self.decode_stored(codec.as_ref(), &k, &b, true))
-            .transpose()
+        dispatch!(&self.mode, c => c.get(key).map_err(ReadError::into_indexer))
     }
 
-    /// The object stored under `key`. In compact mode an undecodable object is logged and
-    /// reported absent (see [`try_get_by_key`](Self::try_get_by_key)).
+    /// The object stored under `key`. With compact storage an undecodable object is logged
+    /// and reported absent (see [`try_get_by_key`](Self::try_get_by_key)).
     pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.try_get_by_key(key).unwrap_or_else(|e| {
-            log_decode_error(&e);
+        dispatch!(&self.mode, c => c.get(key).unwrap_or_else(|e| {
+            e.log();
             None
-        })
+        }))
     }
 
     /// True if an object is stored under `key`.
     pub fn contains_key(&self, key: &str) -> bool {
-        let s = self.state.read();
-        if self.codec.is_some() {
-            s.compact.items.contains_key(key)
-        } else {
-            s.typed.items.contains_key(key)
-        }
+        dispatch!(&self.mode, c => c.contains_key(key))
     }
 
-    /// Number of stored objects.
-    pub fn len(&self) -> usize {
-        self.state.read().len(self.codec.is_some())
+    /// The stored objects that share an index value with `obj` in index `name`.
+    ///
+    /// # Errors
+    /// Unknown index, key error or index function error; with compact storage a decode
+    /// error.
+    pub fn index(&self, name: &str, obj: &K) -> Result<Vec<Arc<K>>, IndexerError> {
+        dispatch!(&self.mode, c => c.index(name, obj))
     }
 
-    /// True when nothing is stored.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// The keys whose objects have `value` in index `name`, sorted.
+    ///
+    /// # Errors
+    /// [`IndexerError::UnknownIndex`].
+    pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexerError> {
+        dispatch!(&self.mode, c => c.index_keys(name, value))
+    }
+
+    /// The objects with `value` in index `name` (empty for an unknown value). With compact
+    /// storage they are decoded after the lock is released.
+    ///
+    /// # Errors
+    /// [`IndexerError::UnknownIndex`]; with compact storage [`IndexerError::Decode`] for the
+    /// first undecodable object.
+    pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<K>>, IndexerError> {
+        dispatch!(&self.mode, c => c.by_index(name, value))
+    }
+
+    /// Adds index functions and back-fills them from the stored objects.
+    ///
+    /// # Errors
+    /// [`IndexerError::IndexerConflict`] if a name already exists (nothing is added), or an
+    /// index function error during back-fill (nothing is added); with compact storage a
+    /// decode error (nothing is added).
+    pub fn add_indexers(&self, new: Indexers<K>) -> Result<(), IndexerError> {
+        dispatch!(&self.mode, c => c.add_indexers(new))
     }
 }

@@ -1,10 +1,16 @@
 //! The thread-safe indexed store: client-go's `Indexer` (`cache` over `threadSafeMap`), its
-//! index functions, the two storage modes (typed `Arc<K>` or compact encoded bytes), the
-//! transform applied before storing, and client-go's TTL store ([`ExpirationCache`]).
+//! index functions, the two storages (typed `Arc<K>`, or compact encoded bytes with the
+//! `compact` feature), the transform applied before storing, and client-go's TTL store
+//! ([`ExpirationCache`]).
 //!
-//! The indexer's properties and invariants are documented on [`Indexer`].
+//! The indexer's properties and invariants are documented on [`Indexer`]. Its logic is
+//! written once (`core`, `reads`, `indices`, `replace`) over a private storage backend
+//! (`backend`): typed (`typed`) or compact (`compact`, `relist`, `staged`).
 
+mod backend;
+#[cfg(feature = "compact")]
 mod compact;
+mod core;
 mod entries;
 mod error;
 mod expiration_cache;
@@ -12,17 +18,23 @@ mod index;
 mod indexer;
 mod indices;
 mod previous;
+mod reads;
+#[cfg(feature = "compact")]
 mod relist;
 mod replace;
+#[cfg(feature = "compact")]
 mod staged;
 mod tables;
 #[cfg(test)]
 mod tests;
 mod transform;
+mod typed;
 
+#[cfg(feature = "compact")]
 pub(crate) use compact::{Blob, HotObjects, ObjectCodec, TypedCodec};
-pub use compact::{CodecError, CompactOptions, Format};
-pub use error::IndexerError;
+#[cfg(feature = "compact")]
+pub use compact::{CompactOptions, Format};
+pub use error::{CodecError, IndexerError};
 pub use expiration_cache::{ExpirationCache, ExpirationPolicy, TimestampedEntry, TtlPolicy};
 pub(crate) use index::{EntrySet, FastMap, FastSet, FastState, Index, IndexValues};
 pub use index::{

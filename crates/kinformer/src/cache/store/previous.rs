@@ -1,73 +1,20 @@
 //! What an indexer held before a replace: [`PreviousItems`].
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+#[cfg(feature = "compact")]
+use std::sync::OnceLock;
 
 use crate::cache::meta::ObjectKey;
 use crate::cache::store::FastMap;
 use crate::cache::store::IndexerError;
-use crate::cache::store::indexer::{decode_arc, log_decode_error};
-use crate::cache::store::staged::Staged;
-use crate::cache::store::{Blob, ObjectCodec};
-
-/// The old encodings of a compact indexer.
-pub(super) enum OldBlobs {
-    /// After a rebuild: the old item map.
-    Map(FastMap<ObjectKey, Blob>),
-    /// After a staged replace: one entry per listed or vanished key, sorted by key; the blob
-    /// is what was stored before (`None` for a key the list added).
-    Staged(Vec<Staged>),
-}
-
-impl OldBlobs {
-    fn position(entries: &[Staged], key: &str) -> Option<usize> {
-        entries.binary_search_by(|e| e.key.as_str().cmp(key)).ok()
-    }
-
-    fn get(&self, key: &str) -> Option<&Blob> {
-        match self {
-            OldBlobs::Map(m) => m.get(key),
-            OldBlobs::Staged(v) => Self::position(v, key).and_then(|i| v[i].blob.as_ref()),
-        }
-    }
-
-    fn take(&mut self, key: &str) -> Option<Blob> {
-        match self {
-            OldBlobs::Map(m) => m.remove(key),
-            OldBlobs::Staged(v) => Self::position(v, key).and_then(|i| v[i].blob.take()),
-        }
-    }
-
-    /// True if the replace stored exactly the bytes that were stored before under `key`.
-    fn unchanged(&self, key: &str) -> bool {
-        match self {
-            OldBlobs::Map(_) => false,
-            OldBlobs::Staged(v) => {
-                Self::position(v, key).is_some_and(|i| v[i].unchanged() && v[i].blob.is_some())
-            }
-        }
-    }
-
-    fn iter(&self) -> Box<dyn Iterator<Item = (&ObjectKey, &Blob)> + '_> {
-        match self {
-            OldBlobs::Map(m) => Box::new(m.iter()),
-            OldBlobs::Staged(v) => Box::new(
-                v.iter()
-                    .filter_map(|e| e.blob.as_ref().map(|b| (&e.key, b))),
-            ),
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            OldBlobs::Map(m) => m.len(),
-            OldBlobs::Staged(v) => v.iter().filter(|e| e.blob.is_some()).count(),
-        }
-    }
-}
+use crate::cache::store::backend::ReadError;
+#[cfg(feature = "compact")]
+use crate::cache::store::{ObjectCodec, compact::decode_arc, staged::OldBlobs};
 
 pub(super) enum Previous<K> {
     Typed(FastMap<ObjectKey, Arc<K>>),
+    #[cfg(feature = "compact")]
     Compact {
         old: OldBlobs,
         codec: Arc<dyn ObjectCodec<K>>,
@@ -93,6 +40,7 @@ impl<K> fmt::Debug for PreviousItems<K> {
 }
 
 impl<K> PreviousItems<K> {
+    #[cfg(feature = "compact")]
     pub(super) fn compact(old: OldBlobs, codec: &Arc<dyn ObjectCodec<K>>) -> Self {
         PreviousItems(Previous::Compact {
             old,
@@ -105,6 +53,7 @@ impl<K> PreviousItems<K> {
     pub fn get(&self, key: &str) -> Option<&Arc<K>> {
         match &self.0 {
             Previous::Typed(m) => m.get(key),
+            #[cfg(feature = "compact")]
             Previous::Compact {
                 old,
                 codec,
@@ -115,7 +64,7 @@ impl<K> PreviousItems<K> {
                         .filter_map(|(k, b)| match decode_arc(codec.as_ref(), k.as_str(), b) {
                             Ok(o) => Some((k.clone(), o)),
                             Err(e) => {
-                                log_decode_error(&e);
+                                e.log();
                                 None
                             }
                         })
@@ -132,6 +81,7 @@ impl<K> PreviousItems<K> {
     pub fn try_get(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
         match &self.0 {
             Previous::Typed(m) => Ok(m.get(key).cloned()),
+            #[cfg(feature = "compact")]
             Previous::Compact { old, codec, .. } => old
                 .get(key)
                 .map(|b| decode_arc(codec.as_ref(), key, b))
@@ -142,7 +92,7 @@ impl<K> PreviousItems<K> {
     /// As [`try_get`](Self::try_get); an undecodable object is logged and reported absent.
     pub fn get_owned(&self, key: &str) -> Option<Arc<K>> {
         self.try_get(key).unwrap_or_else(|e| {
-            log_decode_error(&e);
+            e.log();
             None
         })
     }
@@ -150,8 +100,10 @@ impl<K> PreviousItems<K> {
     /// The object stored under `key` before the replace that stored `new` under it. When the
     /// replace found the very same encoding already stored (compact mode), that is `new`
     /// itself, and nothing is decoded.
+    #[cfg_attr(not(feature = "compact"), allow(unused_variables))]
     pub(crate) fn old_for(&self, key: &str, new: &Arc<K>) -> Option<Arc<K>> {
         match &self.0 {
+            #[cfg(feature = "compact")]
             Previous::Compact { old, .. } if old.unchanged(key) => Some(Arc::clone(new)),
             _ => self.get_owned(key),
         }
@@ -162,10 +114,11 @@ impl<K> PreviousItems<K> {
     pub fn remove(&mut self, key: &str) -> Option<Arc<K>> {
         match &mut self.0 {
             Previous::Typed(m) => m.remove(key),
+            #[cfg(feature = "compact")]
             Previous::Compact { old, codec, .. } => {
                 let blob = old.take(key)?;
                 decode_arc(codec.as_ref(), key, &blob)
-                    .map_err(|e| log_decode_error(&e))
+                    .map_err(ReadError::log)
                     .ok()
             }
         }
@@ -175,6 +128,7 @@ impl<K> PreviousItems<K> {
     pub fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
         let it: Box<dyn Iterator<Item = &ObjectKey> + '_> = match &self.0 {
             Previous::Typed(m) => Box::new(m.keys()),
+            #[cfg(feature = "compact")]
             Previous::Compact { old, .. } => Box::new(old.iter().map(|(k, _)| k)),
         };
         it
@@ -184,6 +138,7 @@ impl<K> PreviousItems<K> {
     pub fn len(&self) -> usize {
         match &self.0 {
             Previous::Typed(m) => m.len(),
+            #[cfg(feature = "compact")]
             Previous::Compact { old, .. } => old.len(),
         }
     }

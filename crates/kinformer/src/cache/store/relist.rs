@@ -1,4 +1,4 @@
-//! Compact mode's `replace`: atomic, yet staging only what changed.
+//! Compact storage's `replace`: atomic, yet staging only what changed.
 //!
 //! A relist replaces the whole content at once (readers see the old content or the new one,
 //! never a mix) but must not hold two copies of the cache. With the writer lock held
@@ -22,15 +22,14 @@ use std::sync::Arc;
 use kube_core::Resource;
 
 use crate::cache::meta::ObjectKey;
-use crate::cache::store::PreviousItems;
-use crate::cache::store::previous::OldBlobs;
+use crate::cache::store::backend::{Backend, Replaced, Via};
+use crate::cache::store::compact::CompactBackend;
+use crate::cache::store::core::Core;
 use crate::cache::store::staged::{
-    HAS_OPS, KIND_CHANGED, KIND_UNCHANGED, KIND_VANISHED, POS_MASK, Staged,
+    HAS_OPS, KIND_CHANGED, KIND_UNCHANGED, KIND_VANISHED, OldBlobs, POS_MASK, Staged,
 };
-use crate::cache::store::tables::{Tables, compute_values};
-use crate::cache::store::{Blob, ObjectCodec};
-use crate::cache::store::{FastMap, IndexFunc, IndexValues};
-use crate::cache::store::{Indexer, IndexerError};
+use crate::cache::store::tables::{IndexerList, Tables, compute_values};
+use crate::cache::store::{Blob, FastMap, IndexValues, IndexerError, PreviousItems};
 
 /// An op (4 bytes): end and remove flags, the index (6 bits) and the interned value (24 bits).
 /// More indices or values than that are rebuilt instead.
@@ -130,8 +129,8 @@ fn apply_ops(
     }
 }
 
-impl<K: Resource> Indexer<K> {
-    /// Compact mode, once the dictionary question is settled: the staged replace described in
+impl<K: Resource> Core<K, CompactBackend<K>> {
+    /// Compact storage, once the dictionary question is settled: the staged replace described in
     /// the module docs. With `keep`, also returns the objects as stored (after the transform),
     /// in list order. `Ok(None)` when the list cannot be staged (longer than 2^29 objects, or
     /// more than 64 indices or 2^24 distinct index values); the caller then rebuilds.
@@ -139,14 +138,12 @@ impl<K: Resource> Indexer<K> {
     /// # Errors
     /// A key, encode or index function error (store unchanged); a decode error for a stored
     /// object (store unchanged; the caller rebuilds).
-    #[allow(clippy::type_complexity)]
-    pub(super) fn replace_compact_staged(
+    pub(super) fn replace_staged(
         &self,
-        codec: &Arc<dyn ObjectCodec<K>>,
-        funcs: &[(String, IndexFunc<K>)],
+        funcs: &IndexerList<K>,
         objs: &[Arc<K>],
         keep: bool,
-    ) -> Result<Option<(PreviousItems<K>, Vec<Arc<K>>)>, IndexerError> {
+    ) -> Result<Option<Replaced<K>>, IndexerError> {
         if objs.len() > POS_MASK as usize {
             return Ok(None);
         }
@@ -159,11 +156,11 @@ impl<K: Resource> Indexer<K> {
         let mut stored_objs = Vec::with_capacity(if keep { objs.len() } else { 0 });
         for (pos, obj) in objs.iter().enumerate() {
             let (key, obj) = self.prepare(Arc::clone(obj))?;
-            let blob = Self::encode(codec.as_ref(), &key, &obj)?;
+            let blob = self.backend.store(&key, &obj)?;
             let stored = self
                 .state
                 .read()
-                .compact
+                .tables
                 .items
                 .get_key_value(key.as_str())
                 .map(|(k, b)| (k.clone(), Arc::clone(b)));
@@ -179,7 +176,7 @@ impl<K: Resource> Indexer<K> {
                     let new_vals = compute_values(funcs, &key, &obj)?;
                     let (key, old_vals) = match stored {
                         Some((stored_key, old)) => {
-                            let old_obj = self.decode_stored(codec.as_ref(), &key, &old, false)?;
+                            let old_obj = self.backend.object((key.clone(), old), Via::Peek)?;
                             (stored_key, Some(compute_values(funcs, &key, &old_obj)?))
                         }
                         None => (key, None),
@@ -211,7 +208,7 @@ impl<K: Resource> Indexer<K> {
 
         let vanished: Vec<(ObjectKey, Blob)> = {
             let s = self.state.read();
-            s.compact
+            s.tables
                 .items
                 .iter()
                 .filter(|(k, _)| {
@@ -224,7 +221,7 @@ impl<K: Resource> Indexer<K> {
         };
         let listed = staged.len();
         for (key, old) in vanished {
-            let old_obj = self.decode_stored(codec.as_ref(), &key, &old, false)?;
+            let old_obj = self.backend.object((key.clone(), old), Via::Peek)?;
             let old_vals = compute_values(funcs, &key, &old_obj)?;
             let Some((start, has)) = ops.push(n, Some(&old_vals), None) else {
                 return Ok(None);
@@ -242,7 +239,7 @@ impl<K: Resource> Indexer<K> {
 
         let values = ops.values();
         let mut s = self.state.write();
-        let tables = &mut s.compact;
+        let tables = &mut s.tables;
         for e in &mut staged {
             let e_ops = if e.pos_kind & HAS_OPS != 0 {
                 &ops.ops[e.ops_start as usize..]
@@ -265,13 +262,11 @@ impl<K: Resource> Indexer<K> {
             }
         }
         drop(s);
-        if let Some(hot) = &self.hot {
-            for e in staged.iter().filter(|e| e.kind() == KIND_VANISHED) {
-                hot.remove(e.key.as_str());
-            }
+        for e in staged.iter().filter(|e| e.kind() == KIND_VANISHED) {
+            self.backend.forget(e.key.as_str());
         }
         Ok(Some((
-            PreviousItems::compact(OldBlobs::Staged(staged), codec),
+            PreviousItems::compact(OldBlobs::Staged(staged), &self.backend.codec),
             stored_objs,
         )))
     }

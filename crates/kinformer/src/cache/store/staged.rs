@@ -1,6 +1,7 @@
 //! One record of a staged compact replace: what [`relist`](super::relist) stages per listed or
 //! vanished key, and what [`PreviousItems`](super::PreviousItems) keeps of it afterwards.
 
+use super::FastMap;
 use super::compact::Blob;
 use crate::cache::meta::ObjectKey;
 
@@ -36,5 +37,61 @@ impl Staged {
 
     pub(super) fn pos(&self) -> u32 {
         self.pos_kind & POS_MASK
+    }
+}
+
+/// The old encodings of a compact indexer.
+pub(super) enum OldBlobs {
+    /// After a rebuild: the old item map.
+    Map(FastMap<ObjectKey, Blob>),
+    /// After a staged replace: one entry per listed or vanished key, sorted by key; the blob
+    /// is what was stored before (`None` for a key the list added).
+    Staged(Vec<Staged>),
+}
+
+impl OldBlobs {
+    fn position(entries: &[Staged], key: &str) -> Option<usize> {
+        entries.binary_search_by(|e| e.key.as_str().cmp(key)).ok()
+    }
+
+    pub(super) fn get(&self, key: &str) -> Option<&Blob> {
+        match self {
+            OldBlobs::Map(m) => m.get(key),
+            OldBlobs::Staged(v) => Self::position(v, key).and_then(|i| v[i].blob.as_ref()),
+        }
+    }
+
+    pub(super) fn take(&mut self, key: &str) -> Option<Blob> {
+        match self {
+            OldBlobs::Map(m) => m.remove(key),
+            OldBlobs::Staged(v) => Self::position(v, key).and_then(|i| v[i].blob.take()),
+        }
+    }
+
+    /// True if the replace stored exactly the bytes that were stored before under `key`.
+    pub(super) fn unchanged(&self, key: &str) -> bool {
+        match self {
+            OldBlobs::Map(_) => false,
+            OldBlobs::Staged(v) => {
+                Self::position(v, key).is_some_and(|i| v[i].unchanged() && v[i].blob.is_some())
+            }
+        }
+    }
+
+    pub(super) fn iter(&self) -> Box<dyn Iterator<Item = (&ObjectKey, &Blob)> + '_> {
+        match self {
+            OldBlobs::Map(m) => Box::new(m.iter()),
+            OldBlobs::Staged(v) => Box::new(
+                v.iter()
+                    .filter_map(|e| e.blob.as_ref().map(|b| (&e.key, b))),
+            ),
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        match self {
+            OldBlobs::Map(m) => m.len(),
+            OldBlobs::Staged(v) => v.iter().filter(|e| e.blob.is_some()).count(),
+        }
     }
 }

@@ -18,8 +18,10 @@ use crate::cache::test_util::pod;
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Mode {
     Typed = 0,
+    #[cfg(feature = "compact")]
     Compact = 1,
     /// Compact with a hot-object cache of two objects (so tests also evict).
+    #[cfg(feature = "compact")]
     CompactHot = 2,
 }
 
@@ -28,14 +30,27 @@ pub(crate) enum Mode {
 pub(crate) fn build(mode: Mode, indexers: Indexers<Pod>) -> Indexer<Pod> {
     match mode {
         Mode::Typed => Indexer::new(indexers),
+        #[cfg(feature = "compact")]
         Mode::Compact => {
             Indexer::compact(indexers, CompactOptions::default().train_after(3)).unwrap()
         }
+        #[cfg(feature = "compact")]
         Mode::CompactHot => Indexer::compact(
             indexers,
             CompactOptions::default().train_after(3).hot_objects(2),
         )
         .unwrap(),
+    }
+}
+
+/// The compact core of a compact indexer.
+#[cfg(feature = "compact")]
+fn compact_core(
+    idx: &Indexer<Pod>,
+) -> &super::core::Core<Pod, super::compact::CompactBackend<Pod>> {
+    match &idx.mode {
+        super::indexer::Mode::Compact(c) => c,
+        super::indexer::Mode::Typed(_) => panic!("not a compact indexer"),
     }
 }
 
@@ -45,9 +60,11 @@ macro_rules! both_modes {
         mod typed {
             $( #[test] fn $name() { super::$name(super::Mode::Typed) } )*
         }
+        #[cfg(feature = "compact")]
         mod compact {
             $( #[test] fn $name() { super::$name(super::Mode::Compact) } )*
         }
+        #[cfg(feature = "compact")]
         mod compact_hot {
             $( #[test] fn $name() { super::$name(super::Mode::CompactHot) } )*
         }
@@ -238,10 +255,7 @@ fn index_function_errors_are_typed_and_leave_the_store_unchanged(mode: Mode) {
     assert!(matches!(err, IndexerError::IndexFunc { ref index, .. } if index == "v"));
     assert_eq!(names(idx.by_index("v", "1").unwrap()), ["a"]);
     let err = idx
-        .replace(
-            vec![pod("ns", "b", &[("v", "2")]), pod("ns", "c", &[])],
-            "5",
-        )
+        .replace(vec![pod("ns", "b", &[("v", "2")]), pod("ns", "c", &[])])
         .unwrap_err();
     assert!(matches!(err, IndexerError::IndexFunc { .. }));
     assert_eq!(idx.list_keys().len(), 1);
@@ -253,10 +267,7 @@ fn replace_rebuilds_items_and_indices(mode: Mode) {
     idx.add(pod("ns", "a", &[("app", "web")])).unwrap();
     idx.add(pod("ns", "b", &[("app", "web")])).unwrap();
     let old = idx
-        .replace_take_old(
-            vec![pod("ns", "b", &[("app", "db")]), pod("ns", "c", &[])],
-            "9",
-        )
+        .replace_take_old(vec![pod("ns", "b", &[("app", "db")]), pod("ns", "c", &[])])
         .unwrap();
     assert_eq!(old.len(), 2);
     assert!(idx.get_by_key("ns/a").is_none());
@@ -328,6 +339,7 @@ fn by_index_returns_the_current_object_when_index_values_do_not_change(mode: Mod
     }
 }
 
+#[cfg(feature = "compact")]
 #[test]
 fn hot_objects_serve_repeated_reads_and_never_a_stale_object() {
     let idx = Indexer::<Pod>::compact(
@@ -346,14 +358,13 @@ fn hot_objects_serve_repeated_reads_and_never_a_stale_object() {
     assert!(Arc::ptr_eq(&idx.get_by_key("ns/a").unwrap(), &newer));
     assert!(Arc::ptr_eq(&idx.by_index("app", "db").unwrap()[0], &newer));
     // A relist stores new bytes: the cached object is not served for them.
-    idx.replace(vec![pod("ns", "a", &[("app", "x")])], "2")
-        .unwrap();
+    idx.replace(vec![pod("ns", "a", &[("app", "x")])]).unwrap();
     let now = idx.get_by_key("ns/a").unwrap();
     assert_eq!(app(&now), "x");
     assert!(Arc::ptr_eq(&idx.get_by_key("ns/a").unwrap(), &now));
     idx.delete_by_key("ns/a").unwrap();
     assert!(idx.get_by_key("ns/a").is_none());
-    assert_eq!(idx.hot.as_ref().unwrap().len(), 0);
+    assert_eq!(compact_core(&idx).backend.hot.as_ref().unwrap().len(), 0);
 }
 
 #[test]
@@ -370,15 +381,12 @@ fn replace_with_duplicate_keys_keeps_the_later_object(mode: Mode) {
     }
     // Twice: the first relist may train the dictionary, the second replaces in place.
     for _ in 0..2 {
-        idx.replace(
-            vec![
-                pod("ns", "p0", &[("app", "x")]),
-                pod("ns", "p1", &[("app", "old")]),
-                pod("ns", "p0", &[("app", "y")]),
-                pod("ns", "p9", &[("app", "x")]),
-            ],
-            "3",
-        )
+        idx.replace(vec![
+            pod("ns", "p0", &[("app", "x")]),
+            pod("ns", "p1", &[("app", "old")]),
+            pod("ns", "p0", &[("app", "y")]),
+            pod("ns", "p9", &[("app", "x")]),
+        ])
         .unwrap();
         assert_eq!(names(idx.by_index("app", "x").unwrap()), ["p9"]);
         assert_eq!(names(idx.by_index("app", "y").unwrap()), ["p0"]);
@@ -390,6 +398,7 @@ fn replace_with_duplicate_keys_keeps_the_later_object(mode: Mode) {
     }
 }
 
+#[cfg(feature = "compact")]
 #[test]
 fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
     let idx = build(
@@ -403,11 +412,11 @@ fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
     // Corrupt one stored entry, in the item map and the index alike.
     let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
     {
-        let mut s = idx.state.write();
-        s.compact
+        let mut s = compact_core(&idx).state.write();
+        s.tables
             .items
             .insert(ObjectKey::from("ns/p1"), Arc::clone(&bad));
-        for set in s.compact.indices[0].map.values_mut() {
+        for set in s.tables.indices[0].map.values_mut() {
             if let Some(b) = set.get_mut("ns/p1") {
                 *b = Arc::clone(&bad);
             }
@@ -428,12 +437,13 @@ fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
     assert!(idx.contains_key("ns/p1"));
     // A replace drops the corrupt entry; its previous content reports it as an error.
     let old = idx
-        .replace_take_old(vec![pod("ns", "p1", &[("app", "db")])], "2")
+        .replace_take_old(vec![pod("ns", "p1", &[("app", "db")])])
         .unwrap();
     assert!(is_decode(&old.try_get("ns/p1").unwrap_err()));
     assert_eq!(idx.by_index("app", "db").unwrap().len(), 1);
 }
 
+#[cfg(feature = "compact")]
 #[test]
 fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
     let idx = build(
@@ -453,9 +463,9 @@ fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
         idx.add(Arc::clone(p)).unwrap();
     }
     assert!(idx.compact_dictionary_len().is_some());
-    let s = idx.state.read();
-    assert!(s.compact.items.values().all(|b| b[0] == 1));
-    for set in s.compact.indices[0].map.values() {
+    let s = compact_core(&idx).state.read();
+    assert!(s.tables.items.values().all(|b| b[0] == 1));
+    for set in s.tables.indices[0].map.values() {
         assert!(set.values().all(|b| b[0] == 1));
     }
     drop(s);
@@ -463,4 +473,23 @@ fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
         let key = meta_namespace_key(p.as_ref()).unwrap();
         assert_eq!(*idx.get_by_key(key.as_str()).unwrap(), **p);
     }
+}
+
+#[test]
+fn per_object_entries_and_the_typed_indexer_keep_their_sizes() {
+    use std::mem::size_of;
+    // A typed index entry: the object's `Arc` and the hash of its key.
+    assert_eq!(size_of::<super::entries::ByKey<Pod>>(), 16);
+    #[cfg(feature = "compact")]
+    {
+        // A compact index entry: the shared key and the encoding; a staged relist record.
+        assert_eq!(size_of::<(ObjectKey, Blob)>(), 32);
+        assert_eq!(size_of::<super::staged::Staged>(), 40);
+    }
+    // One storage's tables, the lock and the transform; compact storage is boxed.
+    assert!(
+        size_of::<Indexer<Pod>>() <= 112,
+        "{}",
+        size_of::<Indexer<Pod>>()
+    );
 }

@@ -47,6 +47,7 @@ pub fn full_decodes() -> u64 {
 
 /// True if `T` is a `Lazy<_>`: its body is JSON, so a lister-watcher must ask for JSON even for
 /// built-in kinds (until protobuf bodies are kept as they arrive too).
+#[cfg(feature = "kube")]
 pub(crate) fn is_lazy<T: ?Sized>() -> bool {
     let unit = std::any::type_name::<Lazy<()>>();
     let prefix = unit.strip_suffix("()>").unwrap_or(unit);

@@ -1,4 +1,4 @@
-//! Compact storage for the [`Indexer`](super::Indexer): objects kept encoded (MessagePack or
+//! Compact storage for the [`Indexer`](super::Indexer) (feature `compact`, on by default): objects kept encoded (MessagePack or
 //! JSON, compressed with a zstd dictionary trained on the stored objects) and decoded on read.
 //!
 //! Chosen when the indexer is built, with [`Indexer::compact`](super::Indexer::compact), or for
@@ -50,13 +50,13 @@
 //!   is its own old object. With [`CompactOptions::hot_objects`], the objects being worked on
 //!   are read (and updated) without decoding.
 
+mod backend;
 mod codec;
 mod dictionary;
-mod error;
 mod hot;
 mod options;
 
+pub(crate) use backend::{CompactBackend, decode_arc};
 pub(crate) use codec::{Blob, ObjectCodec, TypedCodec};
-pub use error::CodecError;
 pub(crate) use hot::HotObjects;
 pub use options::{CompactOptions, Format};

@@ -1,0 +1,67 @@
+//! Typed storage: the indexer keeps the objects themselves (`Arc<K>`); reads cannot fail.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use kube_core::Resource;
+
+use super::FastSet;
+use super::backend::{Backend, Entries, Via};
+use super::entries::{ByKey, KeyLike};
+use super::error::IndexerError;
+use super::previous::{Previous, PreviousItems};
+use super::{FastMap, FastState};
+use crate::cache::meta::ObjectKey;
+
+/// Objects kept as `Arc<K>`: storing one is a reference count, reading one a clone.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct TypedBackend;
+
+impl<K> Backend<K> for TypedBackend {
+    type V = Arc<K>;
+    type ReadError = Infallible;
+    /// An equal typed value is the very same `Arc`: nothing to share.
+    const SHARE_EQUAL: bool = false;
+
+    fn store(&self, _key: &ObjectKey, obj: &Arc<K>) -> Result<Arc<K>, IndexerError> {
+        Ok(Arc::clone(obj))
+    }
+
+    /// The very object already stored (a resync, a repeated delta): index values of the same
+    /// object cannot differ.
+    fn same(stored: &Arc<K>, new: &Arc<K>) -> bool {
+        Arc::ptr_eq(stored, new)
+    }
+
+    fn object(&self, raw: Arc<K>, _via: Via) -> Result<Arc<K>, Infallible> {
+        Ok(raw)
+    }
+
+    fn previous(&self, items: FastMap<ObjectKey, Arc<K>>) -> PreviousItems<K> {
+        PreviousItems(Previous::Typed(items))
+    }
+}
+
+impl<K: Resource> Entries<Arc<K>> for FastSet<ByKey<K>> {
+    fn raws(&self, out: &mut Vec<Arc<K>>) {
+        out.extend(self.iter().map(|e| Arc::clone(&e.obj)));
+    }
+
+    fn union<'a>(sets: impl Iterator<Item = &'a Self>) -> Vec<Arc<K>>
+    where
+        Self: 'a,
+    {
+        let mut found: FastSet<&ByKey<K>> = FastSet::with_hasher(FastState::default());
+        for set in sets {
+            found.extend(set.iter());
+        }
+        found.into_iter().map(|e| Arc::clone(&e.obj)).collect()
+    }
+
+    fn keys(&self, out: &mut Vec<ObjectKey>) {
+        out.extend(self.iter().map(|e| {
+            let (ns, name) = e.key_parts();
+            ObjectKey::new(Some(ns), name)
+        }));
+    }
+}
