@@ -15,6 +15,7 @@
 //! to handlers, and handlers enqueue keys on a `workqueue` that workers drain.
 
 pub mod cache;
+mod hash;
 #[cfg(feature = "kube")]
 pub mod kube;
 pub mod leaderelection;

@@ -13,7 +13,7 @@ use crate::cache::meta::{
     CacheError, DeletedFinalStateUnknown, DeletedObject, ObjectKey, meta_namespace_key,
 };
 use crate::cache::store::TransformFunc;
-use crate::cache::store::{FastMap, FastSet};
+use crate::hash::{FastMap, FastSet};
 use kube_core::Resource;
 
 /// The queued deltas per key, and the keys in queue order.
