@@ -7,8 +7,7 @@
 //!   drain.
 //! - [`cache`]: list & watch → reflector → delta queue → indexed cache → shared informer and
 //!   its handlers, plus listers for reading the cache.
-//! - [`leaderelection`]: run a controller in one replica at a time (a `Lease` or an in-memory
-//!   lock).
+//! - [`leaderelection`]: run a controller in one replica at a time (over a `Lease`).
 //!
 //! The data flows in that order: an API server feeds a `ListerWatcher`, the `Reflector` turns
 //! list/watch results into deltas, the informer applies them to an `Indexer` and fans them out

@@ -53,7 +53,8 @@ const RELEASED_LEASE_DURATION: Duration = Duration::from_secs(1);
 ///
 /// ```
 /// use std::time::Duration;
-/// use kinformer::leaderelection::{InMemoryLock, LeaderElectionConfig, LeaderElector, StopReason};
+/// use kinformer::leaderelection::testing::InMemoryLock;
+/// use kinformer::leaderelection::{LeaderElectionConfig, LeaderElector, StopReason};
 /// use tokio_util::sync::CancellationToken;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
