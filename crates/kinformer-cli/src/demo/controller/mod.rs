@@ -18,6 +18,7 @@
 
 mod expectations;
 mod plan;
+mod template;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,6 +42,7 @@ pub use plan::{
     CONTROLLER_KEY_INDEX, CONTROLLER_UID_INDEX, Plan, computed_status, controller_of,
     controlling_replicaset_key, desired_replicas, is_pod_active, is_pod_ready, new_pod, plan,
 };
+pub use template::replicaset;
 
 /// How long a sync's expectations are trusted before the cache is believed instead.
 pub const EXPECTATIONS_TTL: Duration = Duration::from_secs(15);
