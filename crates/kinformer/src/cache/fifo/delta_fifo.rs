@@ -147,7 +147,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         }
     }
 
-    /// Sets the consumer's store (normally the informer's [`Indexer`](super::Indexer)): used to
+    /// Sets the consumer's store (normally the informer's [`Indexer`](crate::cache::store::Indexer)): used to
     /// find deletions missed during a relist, to resync, and to decide whether a delete of an
     /// unqueued key is relevant.
     pub fn with_known_objects(mut self, known: Arc<dyn KnownObjects<K>>) -> Self {

@@ -180,7 +180,7 @@ where
     /// until [`run`](Self::run).
     ///
     /// If compact storage cannot be set up (an unusable
-    /// [`CompactOptions::dictionary`](crate::cache::CompactOptions::dictionary)), the error is
+    /// [`CompactOptions::dictionary`](crate::cache::store::CompactOptions::dictionary)), the error is
     /// logged and objects are kept typed; [`try_new`](Self::try_new) returns it instead.
     pub fn new(lw: impl ListerWatcher<K>, options: InformerOptions<K>) -> Self {
         let indexer = options
