@@ -364,35 +364,13 @@ fn w4r() -> Result<Vec<Row>, String> {
     ])
 }
 
-/// W4P's projection: only what a controller reads of a pod (see the kinformer example
-/// `projection`, which defines the same type).
-#[derive(Debug, Clone, Default)]
+/// W4P's projection: only what a controller reads of a pod; the type of the kinformer
+/// example `projection`, shared with it so that the figures it quotes are of this type.
 #[allow(dead_code)] // the fields a controller would read; only their memory is measured here
-struct PodLite {
-    metadata: ObjectMeta,
-    node_name: Option<String>,
-    images: Vec<(String, Option<String>)>,
-    phase: Option<String>,
-}
+#[path = "../../kinformer/examples/projection/pod_lite.rs"]
+mod pod_lite;
 
-impl k8s_openapi::Resource for PodLite {
-    const API_VERSION: &'static str = "v1";
-    const GROUP: &'static str = "";
-    const KIND: &'static str = "Pod";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "pods";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for PodLite {
-    type Ty = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+use pod_lite::PodLite;
 
 /// Heap bytes per object of an indexer (W4's two indices) filled with 100,000 bench pods
 /// turned into `T` one at a time.
@@ -427,24 +405,7 @@ fn lean_total<T: kube::Resource + 'static>(
 fn w4p() -> Result<Vec<Row>, String> {
     let label = |m: &ObjectMeta| m.labels.as_ref().and_then(|l| l.get("app").cloned());
     let projection = lean_total(
-        |p: Pod| {
-            let spec = p.spec.unwrap_or_default();
-            PodLite {
-                metadata: ObjectMeta {
-                    managed_fields: None,
-                    ..p.metadata
-                },
-                node_name: spec.node_name,
-                // By reference: collecting from `into_iter` would reuse the (much larger)
-                // buffer of the containers.
-                images: spec
-                    .containers
-                    .iter()
-                    .map(|c| (c.name.clone(), c.image.clone()))
-                    .collect(),
-                phase: p.status.and_then(|s| s.phase),
-            }
-        },
+        |p: Pod| PodLite::from(&p),
         move |p: &PodLite| label(&p.metadata),
     )?;
     let meta_only = lean_total(

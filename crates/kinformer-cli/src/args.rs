@@ -1,6 +1,6 @@
 //! Argument parsing and process set-up shared by the subcommands: bounded durations and
-//! rates (no value a user types can overflow a timer or spin a loop) and logging that uses
-//! colours only on a terminal.
+//! rates (no value a user types can overflow a timer or spin a loop), logging that uses
+//! colours only on a terminal, and running a subcommand's future to an exit code.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -53,6 +53,64 @@ pub fn init_logging(default_filter: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
+}
+
+/// What a subcommand's main future returns, as a process exit code.
+pub trait IntoExitCode {
+    /// The exit code; errors are printed to stderr first.
+    fn exit_code(self) -> i32;
+}
+
+impl IntoExitCode for i32 {
+    fn exit_code(self) -> i32 {
+        self
+    }
+}
+
+/// `Ok(())`: 0.
+impl<E: std::fmt::Display> IntoExitCode for Result<(), E> {
+    fn exit_code(self) -> i32 {
+        match self {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        }
+    }
+}
+
+/// `Ok(true)`: 0 (success), `Ok(false)`: 1 (ran, but failed).
+impl<E: std::fmt::Display> IntoExitCode for Result<bool, E> {
+    fn exit_code(self) -> i32 {
+        match self {
+            Ok(true) => 0,
+            Ok(false) => 1,
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        }
+    }
+}
+
+/// Runs `main` to completion on a new multi-threaded runtime and returns its exit code
+/// (1 if the runtime cannot start).
+pub fn run_to_exit_code<F>(main: F) -> i32
+where
+    F: std::future::Future,
+    F::Output: IntoExitCode,
+{
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(main).exit_code(),
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            1
+        }
+    }
 }
 
 #[cfg(test)]

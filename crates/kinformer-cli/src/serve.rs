@@ -53,17 +53,7 @@ fn parse_churn(s: &str) -> Result<f64, String> {
 
 /// Runs the server until Ctrl-C. Returns the process exit code.
 pub fn run(args: ServeArgs) -> i32 {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return 1;
-        }
-    };
-    rt.block_on(serve(args))
+    crate::args::run_to_exit_code(serve(args))
 }
 
 async fn serve(args: ServeArgs) -> i32 {

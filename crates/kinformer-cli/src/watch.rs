@@ -96,23 +96,7 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Runs `kinformer watch`. Returns the exit code.
 pub fn run(args: WatchArgs) -> i32 {
     crate::args::init_logging("warn");
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return 1;
-        }
-    };
-    match rt.block_on(watch(args)) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
-    }
+    crate::args::run_to_exit_code(watch(args))
 }
 
 /// Short names of common built-in resources (discovery does not return them).

@@ -516,37 +516,49 @@ impl<'de> de::SeqAccess<'de> for RepeatedAccess<'de> {
     }
 }
 
+/// A field holding many values (repeated, map) as a serde collection: `$visit` hands the
+/// access (the tuple struct's field) to the visitor; `Option`s are `Some`, newtypes are seen
+/// through, and an ignored collection is skipped whole.
+macro_rules! collection_deserializer {
+    ($de:ident, $visit:ident) => {
+        impl<'de> Deserializer<'de> for $de<'de> {
+            type Error = Error;
+
+            fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                visitor.$visit(self.0)
+            }
+
+            fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                visitor.visit_some(self)
+            }
+
+            fn deserialize_newtype_struct<V: Visitor<'de>>(
+                self,
+                _name: &'static str,
+                visitor: V,
+            ) -> Result<V::Value, Error> {
+                visitor.visit_newtype_struct(self)
+            }
+
+            fn deserialize_ignored_any<V: Visitor<'de>>(
+                self,
+                visitor: V,
+            ) -> Result<V::Value, Error> {
+                visitor.visit_unit()
+            }
+
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+                bytes byte_buf unit unit_struct seq tuple tuple_struct map struct enum identifier
+            }
+        }
+    };
+}
+
 /// A repeated field as a serde sequence.
 struct SeqDe<'de>(RepeatedAccess<'de>);
 
-impl<'de> Deserializer<'de> for SeqDe<'de> {
-    type Error = Error;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_seq(self.0)
-    }
-
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_unit()
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple tuple_struct map struct enum identifier
-    }
-}
+collection_deserializer!(SeqDe, visit_seq);
 
 /// The entries of a `map<K, V>` field.
 struct EntriesAccess<'de> {
@@ -629,34 +641,7 @@ impl<'de> de::MapAccess<'de> for EntriesAccess<'de> {
 /// A map field as a serde map.
 struct MapDe<'de>(EntriesAccess<'de>);
 
-impl<'de> Deserializer<'de> for MapDe<'de> {
-    type Error = Error;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_map(self.0)
-    }
-
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_unit()
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple tuple_struct map struct enum identifier
-    }
-}
+collection_deserializer!(MapDe, visit_map);
 
 /// One value of a field (a scalar or a message).
 struct ValueDe<'de> {

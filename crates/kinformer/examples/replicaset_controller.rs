@@ -25,12 +25,10 @@
 #[path = "../../kinformer-cli/src/demo/controller/mod.rs"]
 mod controller;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::store::CompactOptions;
 use kinformer::cache::{SharedInformerFactory, Storage};
 use kinformer::workqueue::{RateLimitingQueue, default_controller_rate_limiter};
@@ -38,43 +36,9 @@ use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use tokio_util::sync::CancellationToken;
 
-use controller::{CONTROLLER_UID_INDEX, ReplicaSetController, desired_replicas};
+use controller::{CONTROLLER_UID_INDEX, ReplicaSetController, desired_replicas, replicaset};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
-
-fn replicaset(name: &str, replicas: i32) -> ReplicaSet {
-    let labels = BTreeMap::from([("app".to_string(), name.to_string())]);
-    ReplicaSet {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("default".into()),
-            ..ObjectMeta::default()
-        },
-        spec: ReplicaSetSpec {
-            replicas: Some(replicas),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..LabelSelector::default()
-            },
-            template: Some(PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "app".into(),
-                        image: Some("registry.k8s.io/pause:3.10".into()),
-                        ..Container::default()
-                    }],
-                    ..PodSpec::default()
-                }),
-            }),
-            ..ReplicaSetSpec::default()
-        },
-        status: None,
-    }
-}
 
 /// Waits until every ReplicaSet in the cache has as many pods as it wants.
 async fn wait_converged(c: &ReplicaSetController) {
@@ -137,8 +101,11 @@ async fn main() -> Result<(), Error> {
     if embedded.is_some() {
         let api: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
         for (name, replicas) in [("web", 5), ("api", 3), ("worker", 8)] {
-            api.create(&PostParams::default(), &replicaset(name, replicas))
-                .await?;
+            api.create(
+                &PostParams::default(),
+                &replicaset("default", name, replicas, &[]),
+            )
+            .await?;
         }
         println!("created 3 ReplicaSets; reconciling:");
         wait_converged(&controller).await;

@@ -9,8 +9,7 @@
 //!   its handlers, plus listers for reading the cache.
 //! - [`controller`]: owner indexes, expectations and the worker loop of client-go's
 //!   controllers.
-//! - [`leaderelection`]: run a controller in one replica at a time (a `Lease` or an in-memory
-//!   lock).
+//! - [`leaderelection`]: run a controller in one replica at a time (over a `Lease`).
 //!
 //! The data flows in that order: an API server feeds a `ListerWatcher`, the `Reflector` turns
 //! list/watch results into deltas, the informer applies them to an `Indexer` and fans them out
@@ -18,6 +17,7 @@
 
 pub mod cache;
 pub mod controller;
+mod hash;
 #[cfg(feature = "kube")]
 pub mod kube;
 pub mod leaderelection;

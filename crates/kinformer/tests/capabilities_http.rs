@@ -170,8 +170,8 @@ async fn a_server_without_watch_list_is_asked_once_per_factory_without_a_warning
         .wait_for_cache_sync_timeout(Duration::from_secs(20))
         .await
         .unwrap();
-    assert_eq!(pods.get_store().list().len(), 5);
-    assert_eq!(cms.get_store().list().len(), 5);
+    assert_eq!(pods.get_indexer().list().len(), 5);
+    assert_eq!(cms.get_indexer().list().len(), 5);
     assert_eq!(
         server.watch_lists_refused(),
         1,
@@ -224,7 +224,7 @@ async fn a_server_without_watch_list_is_asked_once_per_factory_without_a_warning
     )
     .await
     .unwrap();
-    assert!(pods.get_store().get_by_key("caps/late").is_some());
+    assert!(pods.get_indexer().get_by_key("caps/late").is_some());
     assert!(pods.has_synced());
     assert_eq!(
         server.watch_lists_refused(),
@@ -305,8 +305,8 @@ async fn requests_of_two_informers(
         .wait_for_cache_sync_timeout(Duration::from_secs(20))
         .await
         .unwrap();
-    assert_eq!(pods.get_store().list().len(), 3);
-    assert_eq!(cms.get_store().list().len(), 3);
+    assert_eq!(pods.get_indexer().list().len(), 3);
+    assert_eq!(cms.get_indexer().list().len(), 3);
     cancel.cancel();
     factory.shutdown().await;
     let requests = rec.requests.borrow().clone();

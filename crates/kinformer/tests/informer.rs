@@ -130,6 +130,16 @@ fn informer(
     mode: Mode,
     resync: Duration,
 ) -> SharedIndexInformer<ConfigMap> {
+    informer_with(lw, mode, resync, |options| options)
+}
+
+/// [`informer`] with further options.
+fn informer_with(
+    lw: &FakeListerWatcher<ConfigMap>,
+    mode: Mode,
+    resync: Duration,
+    more: impl FnOnce(InformerOptions<ConfigMap>) -> InformerOptions<ConfigMap>,
+) -> SharedIndexInformer<ConfigMap> {
     let storage = if mode.compact {
         // A dictionary trained on the first two objects, so compressed blobs are exercised.
         Storage::compact(CompactOptions::default().train_after(2))
@@ -140,7 +150,7 @@ fn informer(
         .with_queue(mode.queue)
         .with_storage(storage)
         .with_resync_period(resync);
-    SharedIndexInformer::new(lw.clone(), options)
+    SharedIndexInformer::new(lw.clone(), more(options))
 }
 
 fn start(informer: &SharedIndexInformer<ConfigMap>) -> Running {
@@ -501,13 +511,13 @@ async fn shutdown_leaves_no_task_and_refuses_new_handlers() {
             Err(InformerError::Stopped)
         ));
         // The cache stays readable after the stop.
-        assert_eq!(inf.get_store().len(), 1);
+        assert_eq!(inf.get_indexer().len(), 1);
     })
     .await;
 }
 
 #[tokio::test(start_paused = true)]
-async fn transform_and_watch_error_handler_are_set_before_the_start_only() {
+async fn transform_applies_and_watch_error_handler_is_set_before_the_start_only() {
     for_each_mode(|kind| async move {
         let lw = FakeListerWatcher::new();
         lw.add(cm("a")).unwrap();
@@ -516,13 +526,13 @@ async fn transform_and_watch_error_handler_are_set_before_the_start_only() {
         lw.push_watch_error(kinformer::cache::listwatch::ApiStatus::internal_error(
             "boom",
         ));
-        let inf = informer(&lw, kind, Duration::ZERO);
-        inf.set_transform(Arc::new(|o: Arc<ConfigMap>| {
-            let mut c = (*o).clone();
-            c.data = Some([("seen".to_string(), "yes".to_string())].into());
-            Arc::new(c)
-        }))
-        .unwrap();
+        let inf = informer_with(&lw, kind, Duration::ZERO, |options| {
+            options.with_transform(Arc::new(|o: Arc<ConfigMap>| {
+                let mut c = (*o).clone();
+                c.data = Some([("seen".to_string(), "yes".to_string())].into());
+                Arc::new(c)
+            }))
+        });
         let errors = Arc::new(Mutex::new(Vec::<String>::new()));
         inf.set_watch_error_handler({
             let errors = Arc::clone(&errors);
@@ -539,10 +549,6 @@ async fn transform_and_watch_error_handler_are_set_before_the_start_only() {
         );
         let a = inf.get_indexer().get_by_key("ns/a").unwrap();
         assert_eq!(a.data.as_ref().unwrap()["seen"], "yes");
-        assert!(matches!(
-            inf.set_transform(Arc::new(|o| o)),
-            Err(InformerError::AlreadyStarted)
-        ));
         assert!(matches!(
             inf.set_watch_error_handler(|_| {}),
             Err(InformerError::AlreadyStarted)

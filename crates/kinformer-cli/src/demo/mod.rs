@@ -117,24 +117,7 @@ pub fn run(args: DemoArgs) -> i32 {
     // The demo injects server errors on purpose and counts them in its summary; the kube
     // client logs each one at ERROR, so its logs are off unless RUST_LOG asks for them.
     crate::args::init_logging("error,kube_client=off");
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return 1;
-        }
-    };
-    match rt.block_on(demo(args)) {
-        Ok(true) => 0,
-        Ok(false) => 1,
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
-    }
+    crate::args::run_to_exit_code(demo(args))
 }
 
 /// Why the demo could not run at all.

@@ -2,13 +2,10 @@
 //! same ReplicaSets and the same schedule of scale-ups, scale-downs, additions, deletions and
 //! pod kills.
 
-use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
-use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -65,44 +62,7 @@ pub struct ReplicaSetPlan {
 impl ReplicaSetPlan {
     /// The ReplicaSet object: a selector and template labelled `app=<name>`.
     pub fn to_replicaset(&self) -> ReplicaSet {
-        let labels = BTreeMap::from([
-            ("app".to_string(), self.name.clone()),
-            (DEMO_LABEL.0.to_string(), DEMO_LABEL.1.to_string()),
-        ]);
-        ReplicaSet {
-            metadata: ObjectMeta {
-                name: Some(self.name.clone()),
-                namespace: Some(self.namespace.clone()),
-                labels: Some(BTreeMap::from([(
-                    DEMO_LABEL.0.to_string(),
-                    DEMO_LABEL.1.to_string(),
-                )])),
-                ..ObjectMeta::default()
-            },
-            spec: ReplicaSetSpec {
-                replicas: Some(self.replicas),
-                selector: LabelSelector {
-                    match_labels: Some(BTreeMap::from([("app".to_string(), self.name.clone())])),
-                    ..LabelSelector::default()
-                },
-                template: Some(PodTemplateSpec {
-                    metadata: Some(ObjectMeta {
-                        labels: Some(labels),
-                        ..ObjectMeta::default()
-                    }),
-                    spec: Some(PodSpec {
-                        containers: vec![Container {
-                            name: "app".into(),
-                            image: Some("registry.k8s.io/pause:3.10".into()),
-                            ..Container::default()
-                        }],
-                        ..PodSpec::default()
-                    }),
-                }),
-                ..ReplicaSetSpec::default()
-            },
-            status: None,
-        }
+        super::controller::replicaset(&self.namespace, &self.name, self.replicas, &[DEMO_LABEL])
     }
 }
 

@@ -17,6 +17,7 @@ use super::error::LeaderElectionError;
 use super::lock::Lock;
 use super::record::{LeaderElectionRecord, RawVersion};
 use super::state::{LeaderState, StopReason, Stopped};
+use crate::wait::jitter;
 
 /// The lease duration written when releasing, so that others take over at once.
 const RELEASED_LEASE_DURATION: Duration = Duration::from_secs(1);
@@ -52,7 +53,8 @@ const RELEASED_LEASE_DURATION: Duration = Duration::from_secs(1);
 ///
 /// ```
 /// use std::time::Duration;
-/// use kinformer::leaderelection::{InMemoryLock, LeaderElectionConfig, LeaderElector, StopReason};
+/// use kinformer::leaderelection::testing::InMemoryLock;
+/// use kinformer::leaderelection::{LeaderElectionConfig, LeaderElector, StopReason};
 /// use tokio_util::sync::CancellationToken;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
@@ -350,7 +352,7 @@ impl<L: Lock> LeaderElector<L> {
                 return true;
             }
             self.report_leader();
-            let pause = jittered(self.inner.config.retry_period);
+            let pause = jitter(self.inner.config.retry_period, JITTER_FACTOR);
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return false,
@@ -638,11 +640,6 @@ impl<L: Lock> LeaderElector<L> {
 fn wall_clock_now() -> Timestamp {
     let now = Timestamp::now();
     Timestamp::from_microsecond(now.as_microsecond()).unwrap_or(now)
-}
-
-/// `period` stretched by a random factor in `[1, 1 + JITTER_FACTOR)`.
-fn jittered(period: Duration) -> Duration {
-    period.mul_f64(1.0 + rand::random::<f64>() * JITTER_FACTOR)
 }
 
 /// Marks an elector as running; on drop (run finished or its future dropped) it stops leading

@@ -209,7 +209,7 @@ impl Lock for LeaseLock {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fake_lease_api::FakeLeaseApi;
+    use super::super::testing::fake_lease_api::FakeLeaseApi;
     use super::super::{LeaderElectionConfig, LeaderElector, StopReason};
     use super::*;
     use k8s_openapi::jiff::Timestamp;

@@ -59,7 +59,7 @@ impl LockError {
 /// A lock value also carries the identity of the candidate using it; candidates competing for
 /// the same lease each use their own lock value pointing at the same storage.
 ///
-/// Implementations: [`InMemoryLock`](super::InMemoryLock) (tests) and, with the `kube`
+/// Implementations: `testing::InMemoryLock` (feature `testing`, for tests) and, with the `kube`
 /// feature, `LeaseLock` over a `coordination.k8s.io/v1` `Lease`.
 ///
 /// # Cancel safety

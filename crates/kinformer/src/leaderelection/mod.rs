@@ -15,10 +15,11 @@
 //! - **Fast handover**: with `release_on_cancel`, a stopping leader writes an empty holder so
 //!   that another candidate takes over at its next retry instead of after `lease_duration`.
 //!
-//! Pieces: [`Lock`] (the contract), [`InMemoryLock`] (tests), `LeaseLock` (feature `kube`,
-//! a `coordination.k8s.io/v1` `Lease`), [`LeaderElectionConfig`] and [`LeaderElector`]
-//! (with [`LeaderElector::run`], [`LeaderElector::run_while_leading`], a watch channel of
-//! [`LeaderState`] and [`LeaderElector::is_leader`]).
+//! Pieces: [`Lock`] (the contract), `LeaseLock` (feature `kube`, a `coordination.k8s.io/v1`
+//! `Lease`), [`LeaderElectionConfig`] and [`LeaderElector`] (with [`LeaderElector::run`],
+//! [`LeaderElector::run_while_leading`], a watch channel of [`LeaderState`] and
+//! [`LeaderElector::is_leader`]). With the `testing` feature, `testing::InMemoryLock` is a
+//! lease in process memory for tests (the example below uses it).
 //!
 //! # Example
 //!
@@ -29,7 +30,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use kinformer::leaderelection::{InMemoryLock, LeaderElectionConfig, LeaderElector};
+//! use kinformer::leaderelection::testing::InMemoryLock;
+//! use kinformer::leaderelection::{LeaderElectionConfig, LeaderElector};
 //! use tokio_util::sync::CancellationToken;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
@@ -76,14 +78,13 @@
 mod config;
 mod elector;
 mod error;
-#[cfg(all(test, feature = "kube"))]
-mod fake_lease_api;
-mod in_memory;
 #[cfg(feature = "kube")]
 mod lease_lock;
 mod lock;
 mod record;
 mod state;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 
@@ -93,7 +94,6 @@ pub use config::{
 };
 pub use elector::LeaderElector;
 pub use error::LeaderElectionError;
-pub use in_memory::InMemoryLock;
 #[cfg(feature = "kube")]
 pub use lease_lock::LeaseLock;
 pub use lock::{Lock, LockError};

@@ -8,6 +8,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 
+use super::testing::InMemoryLock;
 use super::*;
 
 const LEASE: Duration = DEFAULT_LEASE_DURATION;

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use tokio::time::{Instant, sleep};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
@@ -65,26 +65,17 @@ use super::sleep::{deadline_after, sleep_until_or_cancelled};
 /// # }
 /// ```
 pub async fn exponential_backoff<C, Fut>(
-    mut backoff: Backoff,
-    mut condition: C,
+    backoff: Backoff,
+    condition: C,
 ) -> Result<(), WaitError<<Fut::Output as ConditionResult>::Error>>
 where
     C: FnMut() -> Fut,
     Fut: Future,
     Fut::Output: ConditionResult,
 {
-    while backoff.steps > 0 {
-        match run_condition(&mut condition).await {
-            Ok(true) => return Ok(()),
-            Ok(false) => {}
-            Err(e) => return Err(WaitError::Condition(e)),
-        }
-        if backoff.steps == 1 {
-            break;
-        }
-        sleep(backoff.step()).await;
-    }
-    Err(WaitError::Timeout)
+    // A token nobody cancels: the same loop, which then ends only by the condition or the
+    // steps.
+    exponential_backoff_with_cancel(&CancellationToken::new(), backoff, condition).await
 }
 
 /// [`exponential_backoff`] that also stops when `cancel` is cancelled (client-go's
@@ -136,6 +127,7 @@ mod tests {
     use std::time::Duration;
 
     use parking_lot::Mutex;
+    use tokio::time::sleep;
 
     use super::*;
 

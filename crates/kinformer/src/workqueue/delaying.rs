@@ -1,8 +1,8 @@
 //! The delaying queue: a [`Queue`] whose items can be added after a delay.
 
 use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 use std::collections::hash_map::Entry;
-use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
@@ -14,7 +14,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::queue::{FastHash, Queue, QueueConfig};
+use super::queue::{Queue, QueueConfig};
+use crate::hash::FastMap;
 
 /// How far ahead "never" is, for delays too large to represent as an instant.
 const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
@@ -87,7 +88,7 @@ impl<T> Drop for Waiting<T> {
 /// other heap entries for that item are stale and skipped when popped.
 struct WaitState<T> {
     heap: BinaryHeap<HeapEntry<T>>,
-    ready_at: HashMap<T, (Instant, u64), FastHash>,
+    ready_at: FastMap<T, (Instant, u64)>,
     next_seq: u64,
 }
 
@@ -136,7 +137,7 @@ where
             waiting: Arc::new(Waiting {
                 state: Mutex::new(WaitState {
                     heap: BinaryHeap::new(),
-                    ready_at: HashMap::default(),
+                    ready_at: FastMap::default(),
                     next_seq: 0,
                 }),
                 wake: Arc::new(Notify::new()),

@@ -1,7 +1,7 @@
 //! The basic work queue: deduplicating, fair, with processing tracking and shutdown.
 
+use std::collections::VecDeque;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::Hash;
 use std::pin::pin;
@@ -14,9 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::metrics::{MetricsProvider, QueueMetrics};
-
-/// The hasher of the queue's maps: fast, randomly seeded per map.
-pub(crate) type FastHash = foldhash::fast::RandomState;
+use crate::hash::FastMap;
 
 /// How often the "unfinished work" gauges of a named queue are refreshed.
 const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
@@ -159,9 +157,9 @@ struct Times {
 ///    that adds skip the wake-up when nobody waits.
 struct State<T> {
     queue: VecDeque<T>,
-    items: HashMap<T, ItemState, FastHash>,
+    items: FastMap<T, ItemState>,
     /// Metrics only: an item is here iff one of its times is set.
-    times: HashMap<T, Times, FastHash>,
+    times: FastMap<T, Times>,
     processing: usize,
     waiters: usize,
     shutting_down: bool,
@@ -191,8 +189,8 @@ where
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
                     queue: VecDeque::new(),
-                    items: HashMap::default(),
-                    times: HashMap::default(),
+                    items: FastMap::default(),
+                    times: FastMap::default(),
                     processing: 0,
                     waiters: 0,
                     shutting_down: false,

@@ -17,6 +17,7 @@
 //! controller of `kinformer demo`.
 
 mod plan;
+mod template;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,6 +45,7 @@ pub use plan::{
     Plan, computed_status, controlling_replicaset_key, desired_replicas, is_pod_active,
     is_pod_ready, new_pod, plan,
 };
+pub use template::replicaset;
 
 /// How long a sync's expectations are trusted before the cache is believed instead.
 pub const EXPECTATIONS_TTL: Duration = Duration::from_secs(15);

@@ -12,6 +12,32 @@ use crate::cache::fifo::Delta;
 use crate::cache::fifo::Popped;
 use crate::cache::meta::CacheError;
 
+/// Implements [`DeltaQueue`](crate::cache::fifo::DeltaQueue) for a FIFO over its inherent
+/// `pop_with`, `has_synced`, `close` and `len` and its [`FifoCore`] field `core`; both FIFOs
+/// get the trait this one way.
+macro_rules! impl_delta_queue {
+    ($fifo:ident) => {
+        impl<K: Resource + Send + Sync + 'static> DeltaQueue<K> for $fifo<K> {
+            fn pop<'a>(&'a self, process: ProcessFn<'a, K>) -> PopFuture<'a> {
+                Box::pin(async move { self.pop_with(process).await })
+            }
+            fn has_synced(&self) -> bool {
+                $fifo::has_synced(self)
+            }
+            fn close(&self) {
+                $fifo::close(self)
+            }
+            fn is_closed(&self) -> bool {
+                self.core.lock().closed
+            }
+            fn len(&self) -> usize {
+                $fifo::len(self)
+            }
+        }
+    };
+}
+pub(crate) use impl_delta_queue;
+
 /// The state under a FIFO's lock; `data` is the queue's own content.
 pub(crate) struct Locked<D> {
     pub(crate) data: D,

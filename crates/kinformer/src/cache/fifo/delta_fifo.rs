@@ -6,14 +6,14 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::cache::fifo::core::{FifoCore, Locked};
+use crate::cache::fifo::core::{FifoCore, Locked, impl_delta_queue};
 use crate::cache::fifo::{Delta, ReflectorSink};
 use crate::cache::fifo::{DeltaQueue, KnownObjects, PopFuture, Popped, ProcessFn};
 use crate::cache::meta::{
     CacheError, DeletedFinalStateUnknown, DeletedObject, ObjectKey, meta_namespace_key,
 };
 use crate::cache::store::TransformFunc;
-use crate::cache::store::{FastMap, FastSet};
+use crate::hash::{FastMap, FastSet};
 use kube_core::Resource;
 
 /// The queued deltas per key, and the keys in queue order.
@@ -147,7 +147,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         }
     }
 
-    /// Sets the consumer's store (normally the informer's [`Indexer`](super::Indexer)): used to
+    /// Sets the consumer's store (normally the informer's [`Indexer`](crate::cache::store::Indexer)): used to
     /// find deletions missed during a relist, to resync, and to decide whether a delete of an
     /// unqueued key is relevant.
     pub fn with_known_objects(mut self, known: Arc<dyn KnownObjects<K>>) -> Self {
@@ -378,23 +378,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
     }
 }
 
-impl<K: Resource + Send + Sync + 'static> DeltaQueue<K> for DeltaFifo<K> {
-    fn pop<'a>(&'a self, process: ProcessFn<'a, K>) -> PopFuture<'a> {
-        Box::pin(async move { self.pop_with(process).await })
-    }
-    fn has_synced(&self) -> bool {
-        DeltaFifo::has_synced(self)
-    }
-    fn close(&self) {
-        DeltaFifo::close(self)
-    }
-    fn is_closed(&self) -> bool {
-        self.core.lock().closed
-    }
-    fn len(&self) -> usize {
-        DeltaFifo::len(self)
-    }
-}
+impl_delta_queue!(DeltaFifo);
 
 #[cfg(test)]
 mod tests {

@@ -6,14 +6,14 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::cache::fifo::core::{FifoCore, Locked};
+use crate::cache::fifo::core::{FifoCore, Locked, impl_delta_queue};
 use crate::cache::fifo::{Delta, ReflectorSink};
 use crate::cache::fifo::{DeltaQueue, KnownObjects, PopFuture, Popped, ProcessFn};
 use crate::cache::meta::{
     CacheError, DeletedFinalStateUnknown, DeletedObject, ObjectKey, meta_namespace_key,
 };
 use crate::cache::store::TransformFunc;
-use crate::cache::store::{FastMap, FastSet};
+use crate::hash::{FastMap, FastSet};
 use kube_core::Resource;
 
 /// The default largest batch a pop hands out.
@@ -366,23 +366,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
     }
 }
 
-impl<K: Resource + Send + Sync + 'static> DeltaQueue<K> for RealFifo<K> {
-    fn pop<'a>(&'a self, process: ProcessFn<'a, K>) -> PopFuture<'a> {
-        Box::pin(async move { self.pop_with(process).await })
-    }
-    fn has_synced(&self) -> bool {
-        RealFifo::has_synced(self)
-    }
-    fn close(&self) {
-        RealFifo::close(self)
-    }
-    fn is_closed(&self) -> bool {
-        self.core.lock().closed
-    }
-    fn len(&self) -> usize {
-        RealFifo::len(self)
-    }
-}
+impl_delta_queue!(RealFifo);
 
 #[cfg(test)]
 mod tests {

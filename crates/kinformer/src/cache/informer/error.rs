@@ -14,7 +14,7 @@ pub enum InformerError {
     #[error("the informer has stopped")]
     Stopped,
     /// The request is only allowed before [`run`](super::SharedIndexInformer::run)
-    /// (`run` itself, `set_transform`, `set_watch_error_handler`).
+    /// (`run` itself, `set_watch_error_handler`).
     #[error("the informer has already started")]
     AlreadyStarted,
     /// `add_indexers` failed (a name conflict or an index function error).

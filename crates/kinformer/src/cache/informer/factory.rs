@@ -226,7 +226,7 @@ impl<C> SharedInformerFactory<C> {
     /// The informer of type `K` registered under `resource` (with this factory's namespace
     /// and selectors), created by `make` on first use. `make` receives options named after
     /// `resource` with the default resync period, and builds the informer over its own
-    /// [`ListerWatcher`](super::ListerWatcher) (which should apply the factory's namespace and
+    /// [`ListerWatcher`](crate::cache::listwatch::ListerWatcher) (which should apply the factory's namespace and
     /// selectors). client-go's `InformerFor`.
     pub fn informer_for<K>(
         &self,

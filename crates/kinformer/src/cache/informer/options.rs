@@ -63,8 +63,9 @@ pub struct InformerOptions<K> {
     pub page_size: Option<u32>,
     /// Minimum watch timeout (raised to 5 minutes if lower).
     pub min_watch_timeout: Duration,
-    /// The reflector's backoff between list/watch attempts; `None` (the default) is
-    /// client-go's 800 ms doubling to 30 s. Tests shorten it.
+    /// The reflector's backoff between failed list/watch attempts; `None` (the default) is
+    /// client-go's 800 ms doubling to 30 s, reset after 2 minutes of quiet. Set it to retry
+    /// sooner against a local server, or to back off further from a struggling one.
     pub backoff: Option<BackoffFactory>,
 }
 
@@ -176,7 +177,10 @@ impl<K> InformerOptions<K> {
         self
     }
 
-    /// Replaces the reflector's backoff manager: `make` is called once per run.
+    /// Replaces the reflector's backoff manager (see [`backoff`](Self::backoff)): `make` is
+    /// called once per run, e.g. to build an
+    /// [`ExponentialBackoffManager`](crate::wait::ExponentialBackoffManager) with other
+    /// durations.
     #[must_use]
     pub fn with_backoff(
         mut self,

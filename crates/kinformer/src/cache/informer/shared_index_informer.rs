@@ -22,7 +22,7 @@ use crate::cache::processor::{
     Consumer, ResourceEventHandlerRegistration, SharedProcessor, plan_handler_resync,
 };
 use crate::cache::reflector::{Reflector, ReflectorError, ReflectorOptions};
-use crate::cache::store::{Indexer, Indexers, TransformFunc};
+use crate::cache::store::{Indexer, Indexers};
 use crate::cache::sync::{HasSynced, SyncedFlag};
 
 /// The watch-error handler type (see [`SharedIndexInformer::set_watch_error_handler`]).
@@ -37,7 +37,6 @@ struct State<K> {
     /// The resync check period: the reflector's resync timer. May be lowered by handlers
     /// added before the start.
     check_period: Duration,
-    transform: Option<TransformFunc<K>>,
     watch_error_handler: Option<InformerWatchErrorHandler>,
     /// The running reflector (for `last_sync_resource_version`).
     reflector: Option<Arc<Reflector<K, BoxedListerWatcher<K>>>>,
@@ -223,7 +222,6 @@ where
             started: false,
             stopped: false,
             check_period: options.resync_period,
-            transform: options.transform.clone(),
             watch_error_handler: None,
             reflector: None,
             last_sync_resource_version: String::new(),
@@ -331,19 +329,6 @@ where
         self.inner.processor.remove_listener(registration)
     }
 
-    /// Sets the transform applied to every incoming object before it is queued and stored.
-    ///
-    /// # Errors
-    /// [`InformerError::AlreadyStarted`] after [`run`](Self::run) has been called.
-    pub fn set_transform(&self, transform: TransformFunc<K>) -> Result<(), InformerError> {
-        let mut st = self.inner.state.lock();
-        if st.started {
-            return Err(InformerError::AlreadyStarted);
-        }
-        st.transform = Some(transform);
-        Ok(())
-    }
-
     /// Installs a function called with every list/watch error (after it is logged); the
     /// reflector retries regardless.
     ///
@@ -375,11 +360,6 @@ where
     /// The cache, read-only.
     pub fn get_indexer(&self) -> ReadOnlyIndexer<K> {
         ReadOnlyIndexer::new(Arc::clone(&self.inner.indexer))
-    }
-
-    /// The cache, read-only (the same view as [`get_indexer`](Self::get_indexer)).
-    pub fn get_store(&self) -> ReadOnlyIndexer<K> {
-        self.get_indexer()
     }
 
     /// A lister over the cache.
@@ -425,12 +405,15 @@ where
         self.inner.state.lock().check_period
     }
 
-    /// Tasks still running for this informer's handlers (zero once stopped).
+    /// Tasks still running for this informer's handlers (zero once stopped): for tests that
+    /// check a stop leaves no task behind. Feature `testing`.
+    #[cfg(any(test, feature = "testing"))]
     pub fn running_listener_tasks(&self) -> usize {
         self.inner.processor.running_tasks()
     }
 
-    fn build_queue(&self, transform: Option<TransformFunc<K>>) -> Arc<dyn DeltaQueue<K>> {
+    fn build_queue(&self) -> Arc<dyn DeltaQueue<K>> {
+        let transform = self.inner.options.transform.clone();
         let known = Arc::clone(&self.inner.indexer) as Arc<dyn KnownObjects<K>>;
         match self.inner.options.queue {
             QueueKind::RealFifo => {
@@ -465,7 +448,7 @@ where
     /// counts as stopped.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), InformerError> {
         let inner = &self.inner;
-        let (check_period, transform, error_handler) = {
+        let (check_period, error_handler) = {
             let mut st = inner.state.lock();
             if st.stopped {
                 return Err(InformerError::Stopped);
@@ -474,18 +457,14 @@ where
                 return Err(InformerError::AlreadyStarted);
             }
             st.started = true;
-            (
-                st.check_period,
-                st.transform.clone(),
-                st.watch_error_handler.clone(),
-            )
+            (st.check_period, st.watch_error_handler.clone())
         };
         let _stop = StopGuard { inner };
         let stop = cancel.child_token();
         let _drop_guard = stop.clone().drop_guard();
 
         inner.processor.start()?;
-        let queue = self.build_queue(transform);
+        let queue = self.build_queue();
         let sink = Arc::new(SyncingSink {
             queue: Arc::clone(&queue),
             synced: Arc::clone(&inner.synced),

@@ -323,6 +323,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     }
 
     /// Listener tasks currently alive.
+    #[cfg(any(test, feature = "testing"))]
     pub fn running_tasks(&self) -> usize {
         self.tasks.len()
     }

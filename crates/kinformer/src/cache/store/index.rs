@@ -14,12 +14,7 @@ use kube_core::Resource;
 
 use crate::cache::meta::ObjectKey;
 
-/// The hasher of the cache's internal maps: fast for short string keys, randomly seeded.
-pub(crate) type FastState = foldhash::fast::RandomState;
-/// A map with [`FastState`].
-pub(crate) type FastMap<K, V> = HashMap<K, V, FastState>;
-/// A set with [`FastState`].
-pub(crate) type FastSet<K> = std::collections::HashSet<K, FastState>;
+pub(crate) use crate::hash::{FastMap, FastSet, FastState};
 
 /// Why an index function could not index an object (client-go panics here; kinformer returns
 /// this as [`IndexerError::IndexFunc`](super::IndexerError::IndexFunc)).

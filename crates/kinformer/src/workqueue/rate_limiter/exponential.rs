@@ -1,6 +1,5 @@
 //! Per-item exponential backoff.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
@@ -8,8 +7,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::RateLimiter;
+use crate::hash::FastMap;
 use crate::workqueue::WorkqueueError;
-use crate::workqueue::queue::FastHash;
 
 /// Per item: `base · 2^failures`, capped at `max`. The computation saturates, so any number of
 /// failures yields at most `max`.
@@ -26,7 +25,7 @@ use crate::workqueue::queue::FastHash;
 pub struct ItemExponentialFailure<T> {
     base: Duration,
     max: Duration,
-    failures: Mutex<HashMap<T, u32, FastHash>>,
+    failures: Mutex<FastMap<T, u32>>,
 }
 
 impl<T> fmt::Debug for ItemExponentialFailure<T> {
@@ -63,7 +62,7 @@ impl<T> ItemExponentialFailure<T> {
         Self {
             base,
             max,
-            failures: Mutex::new(HashMap::default()),
+            failures: Mutex::new(FastMap::default()),
         }
     }
 

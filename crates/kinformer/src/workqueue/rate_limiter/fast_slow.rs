@@ -1,6 +1,5 @@
 //! Per-item fast-then-slow retries.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
@@ -8,8 +7,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::RateLimiter;
+use crate::hash::FastMap;
 use crate::workqueue::WorkqueueError;
-use crate::workqueue::queue::FastHash;
 
 /// Per item: `fast` for the first `max_fast` attempts, `slow` after that.
 ///
@@ -27,7 +26,7 @@ pub struct ItemFastSlow<T> {
     fast: Duration,
     slow: Duration,
     max_fast: usize,
-    attempts: Mutex<HashMap<T, usize, FastHash>>,
+    attempts: Mutex<FastMap<T, usize>>,
 }
 
 impl<T> fmt::Debug for ItemFastSlow<T> {
@@ -58,7 +57,7 @@ impl<T> ItemFastSlow<T> {
             fast,
             slow,
             max_fast,
-            attempts: Mutex::new(HashMap::default()),
+            attempts: Mutex::new(FastMap::default()),
         })
     }
 }

@@ -1,5 +1,5 @@
 //! A fake `coordination.k8s.io/v1` Lease endpoint behind a `kube::Client`, for tests of
-//! [`LeaseLock`](super::LeaseLock) without a network: GET, POST and PUT of one namespace's
+//! [`LeaseLock`](crate::leaderelection::LeaseLock) without a network: GET, POST and PUT of one namespace's
 //! leases, with resource versions and 404/409 answers like the API server's.
 
 use std::collections::BTreeMap;

@@ -10,99 +10,18 @@
 //! ≈ 6,320; a projection like this one ≈ 1,230 (most of it the `ObjectMeta`);
 //! `PartialObjectMeta<Pod>` (metadata only) ≈ 1,130; a compact indexer of full pods ≈ 254.
 //!
-//! Run: `cargo run -p kinformer --example projection`.
+//! The projection is in `pod_lite.rs` (the `kinformer-bench` W4P workload measures the same
+//! type). Run: `cargo run -p kinformer --example projection`.
+
+mod pod_lite;
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kinformer::cache::store::{Indexer, NAMESPACE_INDEX, namespace_index_func};
 use kinformer::cache::{Lister, Selector};
-use serde::{Deserialize, Serialize};
 
-/// The slice of a pod a scheduling-aware controller reads.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-struct PodLite {
-    /// Name, namespace, labels, resourceVersion … (the key and the selectors need these).
-    #[serde(default)]
-    metadata: ObjectMeta,
-    #[serde(default)]
-    spec: PodLiteSpec,
-    #[serde(default)]
-    status: PodLiteStatus,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PodLiteSpec {
-    #[serde(default)]
-    node_name: Option<String>,
-    #[serde(default)]
-    containers: Vec<ContainerLite>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-struct ContainerLite {
-    name: String,
-    #[serde(default)]
-    image: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-struct PodLiteStatus {
-    #[serde(default)]
-    phase: Option<String>,
-}
-
-// The indexer needs the object's metadata and its kind; these two impls give `PodLite` the
-// `kube` `Resource` trait (through its blanket impl), as a pod.
-impl k8s_openapi::Resource for PodLite {
-    const API_VERSION: &'static str = "v1";
-    const GROUP: &'static str = "";
-    const KIND: &'static str = "Pod";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "pods";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for PodLite {
-    type Ty = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-impl From<&Pod> for PodLite {
-    fn from(p: &Pod) -> Self {
-        let spec = p.spec.as_ref();
-        PodLite {
-            metadata: ObjectMeta {
-                managed_fields: None,
-                ..p.metadata.clone()
-            },
-            spec: PodLiteSpec {
-                node_name: spec.and_then(|s| s.node_name.clone()),
-                containers: spec
-                    .map(|s| {
-                        s.containers
-                            .iter()
-                            .map(|c| ContainerLite {
-                                name: c.name.clone(),
-                                image: c.image.clone(),
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            },
-            status: PodLiteStatus {
-                phase: p.status.as_ref().and_then(|s| s.phase.clone()),
-            },
-        }
-    }
-}
+use pod_lite::PodLite;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let served = r#"{

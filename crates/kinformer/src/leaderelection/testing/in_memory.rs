@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::lock::{Lock, LockError};
-use super::record::{LeaderElectionRecord, RawVersion};
+use crate::leaderelection::{LeaderElectionRecord, Lock, LockError, RawVersion};
 
 /// A lease kept in memory, shared by every lock made from it with
 /// [`with_identity`](InMemoryLock::with_identity) (and by clones).
@@ -20,7 +19,8 @@ use super::record::{LeaderElectionRecord, RawVersion};
 /// effect, [`set_unavailable`](InMemoryLock::set_unavailable) makes calls fail.
 ///
 /// ```
-/// use kinformer::leaderelection::{InMemoryLock, LeaderElectionRecord, Lock};
+/// use kinformer::leaderelection::testing::InMemoryLock;
+/// use kinformer::leaderelection::{LeaderElectionRecord, Lock};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let a = InMemoryLock::new("a");
