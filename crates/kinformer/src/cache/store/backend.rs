@@ -1,7 +1,7 @@
 //! What differs between the two storages of an [`Indexer`](super::Indexer), as one trait.
 //!
 //! The indexer's logic — keys, the transform, index values, the lock order, replace — is
-//! written once in [`Core`](super::core::Core) over a [`Backend`]; a backend says what is
+//! written once in `Core` (core.rs) over a [`Backend`]; a backend says what is
 //! kept per object and how an object is made from it:
 //!
 //! - [`TypedBackend`](super::typed::TypedBackend) keeps the `Arc<K>` itself; reading an object
@@ -13,12 +13,10 @@ use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
 
-use kube_core::Resource;
 use parking_lot::RwLock;
 
-use super::core::Core;
 use super::error::IndexerError;
-use super::tables::{IndexerList, State, Stored, Tables};
+use super::tables::{State, Stored, Tables};
 use super::{EntrySet, FastMap, PreviousItems};
 use crate::cache::meta::ObjectKey;
 
@@ -126,18 +124,4 @@ pub(super) trait Backend<K>: Sized {
 
     /// What a rebuilding replace hands back of the old item map.
     fn previous(&self, items: FastMap<ObjectKey, Self::V>) -> PreviousItems<K>;
-
-    /// A replace that changes the live tables in place instead of building new ones;
-    /// `Ok(None)` to rebuild (the default).
-    fn replace_in_place(
-        _core: &Core<K, Self>,
-        _funcs: &IndexerList<K>,
-        _objs: &[Arc<K>],
-        _keep: bool,
-    ) -> Result<Option<Replaced<K>>, IndexerError>
-    where
-        K: Resource,
-    {
-        Ok(None)
-    }
 }

@@ -9,13 +9,32 @@ use super::core::Core;
 use super::error::IndexerError;
 use super::tables::{IndexerList, Tables, compute_values};
 
-impl<K: Resource, B: Backend<K>> Core<K, B>
+/// How a storage replaces its whole content: by default new tables are built and swapped in;
+/// a storage may instead change the live tables in place (compact storage stages only what
+/// changed, so a relist does not hold two copies of the cache).
+pub(super) trait ReplaceInPlace<K>: Backend<K> {
+    /// A replace that changes the live tables in place instead of building new ones;
+    /// `Ok(None)` to rebuild (the default).
+    fn replace_in_place(
+        _core: &Core<K, Self>,
+        _funcs: &IndexerList<K>,
+        _objs: &[Arc<K>],
+        _keep: bool,
+    ) -> Result<Option<Replaced<K>>, IndexerError>
+    where
+        K: Resource,
+    {
+        Ok(None)
+    }
+}
+
+impl<K: Resource, B: Backend<K> + ReplaceInPlace<K>> Core<K, B>
 where
     SetOf<K, B>: Entries<B::V>,
 {
     /// Replaces the whole content with `objs`, atomically; with `keep`, also returns the
     /// objects as stored (after the transform), in list order. The backend may change the
-    /// live tables in place ([`Backend::replace_in_place`]); otherwise new tables are built
+    /// live tables in place ([`ReplaceInPlace::replace_in_place`]); otherwise new tables are built
     /// without the state lock and swapped in.
     pub(super) fn replace(
         &self,

@@ -10,6 +10,7 @@ use super::backend::{Backend, Entries, Via};
 use super::entries::{ByKey, KeyLike};
 use super::error::IndexerError;
 use super::previous::{Previous, PreviousItems};
+use super::replace::ReplaceInPlace;
 use super::{FastMap, FastState};
 use crate::cache::meta::ObjectKey;
 
@@ -41,6 +42,9 @@ impl<K> Backend<K> for TypedBackend {
         PreviousItems(Previous::Typed(items))
     }
 }
+
+/// Typed storage rebuilds on replace: its tables share the listed objects' `Arc`s.
+impl<K> ReplaceInPlace<K> for TypedBackend {}
 
 impl<K: Resource> Entries<Arc<K>> for FastSet<ByKey<K>> {
     fn raws(&self, out: &mut Vec<Arc<K>>) {

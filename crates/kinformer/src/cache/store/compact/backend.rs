@@ -11,6 +11,7 @@ use crate::cache::store::backend::{Backend, Entries, Replaced, Via};
 use crate::cache::store::core::Core;
 use crate::cache::store::error::IndexerError;
 use crate::cache::store::previous::PreviousItems;
+use crate::cache::store::replace::ReplaceInPlace;
 use crate::cache::store::staged::OldBlobs;
 use crate::cache::store::tables::{IndexerList, State, Stored, Tables};
 use crate::cache::store::{Blob, EntrySet, FastMap, FastState, HotObjects, ObjectCodec};
@@ -187,7 +188,9 @@ impl<K> Backend<K> for CompactBackend<K> {
     fn previous(&self, items: FastMap<ObjectKey, Blob>) -> PreviousItems<K> {
         PreviousItems::compact(OldBlobs::Map(items), &self.codec)
     }
+}
 
+impl<K> ReplaceInPlace<K> for CompactBackend<K> {
     /// The staged replace (see `relist`) once the dictionary question is settled; a stored
     /// object that cannot be decoded makes it rebuild instead.
     fn replace_in_place(
