@@ -11,7 +11,7 @@ pub use key::{
     DeletedFinalStateUnknown, DeletedObject, KeyError, ObjectKey, meta_namespace_key, split_key,
 };
 pub(crate) use lazy::is_lazy;
-#[cfg(feature = "fast-json")]
+#[cfg(all(feature = "fast-json", feature = "kube"))]
 pub(crate) use lazy::sonic_message;
 pub use lazy::{Lazy, full_decodes as lazy_full_decodes};
 pub use selector::{Operator, Requirement, Selector, SelectorParseError};

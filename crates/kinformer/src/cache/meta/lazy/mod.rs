@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use crate::cache::listwatch::DecodeError;
-#[cfg(feature = "fast-json")]
+#[cfg(all(feature = "fast-json", feature = "kube"))]
 pub(crate) use meta::sonic_message;
 use meta::{Envelope, MetaView, VIEW_KEYS};
 
