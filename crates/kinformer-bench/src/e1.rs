@@ -2,8 +2,9 @@
 //! the embedded API server running in its own process: E1 (kinformer's shared informer, typed,
 //! JSON), E1P (the same over protobuf), E1PC (E1P with compact storage), E1C (kinformer's lean
 //! informer: `Lazy<Pod>` in compact storage, JSON), E1-kube-runtime (kube-runtime's `watcher` +
-//! `reflector` on the same work), L0 (decoding the served list with serde_json), L0P (decoding
-//! it from protobuf), F0 (fetching every page of the list without decoding: the floor over
+//! `reflector` on the same work), L0 (decoding the served list with serde_json), L0-fast (the
+//! same with sonic-rs, the decoder of kinformer's `fast-json` feature), L0P (decoding it from
+//! protobuf), F0 (fetching every page of the list without decoding: the floor over
 //! HTTP), and E1R / E1R-kube-runtime (E1C and kube-runtime with 100,000 realistic pods).
 //!
 //! # The server process
@@ -68,6 +69,7 @@ pub(crate) const GROUP: Group = Group {
         "E1C",
         "E1-kube-runtime",
         "L0",
+        "L0-fast",
         "L0P",
         "F0",
         "E1R",
@@ -92,7 +94,8 @@ fn run(workload: &str) -> Result<Metrics, BenchError> {
         "E1-kube-runtime" => block_on("E1-kube-runtime", e1(Peer::KubeRuntime, false)),
         "E1R" => block_on("E1R", e1(Peer::KinformerLean, true)),
         "E1R-kube-runtime" => block_on("E1R-kube-runtime", e1(Peer::KubeRuntime, true)),
-        "L0" => block_on("L0", l0()),
+        "L0" => block_on("L0", l0(JsonDecoder::SerdeJson)),
+        "L0-fast" => block_on("L0-fast", l0(JsonDecoder::SonicRs)),
         "L0P" => block_on("L0P", l0p()),
         "F0" => block_on("F0", f0()),
         other => Err(BenchError::UnknownWorkload(other.to_string())),
@@ -597,7 +600,17 @@ fn continue_token(body: &str) -> Option<String> {
     (len > 0).then(|| body[at..at + len].to_string())
 }
 
-async fn l0() -> Result<Metrics, String> {
+/// The decoder an L0 run decodes the list with.
+#[derive(Debug, Clone, Copy)]
+enum JsonDecoder {
+    /// serde_json (L0): what a user of serde gets by default.
+    SerdeJson,
+    /// sonic-rs (L0-fast): the decoder of kinformer's `fast-json` feature.
+    SonicRs,
+}
+
+/// L0 and L0-fast: the served list (fetched whole, outside the timing) decoded into pods.
+async fn l0(decoder: JsonDecoder) -> Result<Metrics, String> {
     let server = ServerProcess::spawn(PODS, false)?;
     let client = server.client()?;
     let request = http::Request::get("/api/v1/pods")
@@ -610,7 +623,11 @@ async fn l0() -> Result<Metrics, String> {
         .into_bytes();
     drop(server);
     let start = Instant::now();
-    let list: PodItems = serde_json::from_slice(&body).map_err(|e| format!("decoding: {e}"))?;
+    let list: PodItems = match decoder {
+        JsonDecoder::SerdeJson => serde_json::from_slice(&body).map_err(|e| e.to_string()),
+        JsonDecoder::SonicRs => sonic_rs::from_slice(&body).map_err(|e| e.to_string()),
+    }
+    .map_err(|e| format!("decoding: {e}"))?;
     let secs = start.elapsed().as_secs_f64();
     if list.items.len() != PODS {
         return Err(format!(

@@ -1,7 +1,12 @@
 //! Decoding list bodies object by object, so that one bad object is skipped and reported
 //! instead of failing the whole list; and watch lines one by one, where a bad line is a
 //! [`DecodeError`] that ends the watch (the reflector resumes from its last synced version).
+//!
+//! Two decoders give the same objects and the same errors (only the messages' wording
+//! differs): serde_json, and with the `fast-json` feature sonic-rs (SIMD), which is then the
+//! one used.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +18,82 @@ use serde_json::value::RawValue;
 use crate::cache::listwatch::{
     ApiStatus, Bookmark, DecodeError, ListWatchError, ObjectList, StatusCause, WatchEvent,
 };
+
+/// Which JSON decoder reads list bodies and watch lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JsonDecoder {
+    /// serde_json (with `fast-json`, only the tests use it).
+    #[cfg_attr(feature = "fast-json", allow(dead_code))]
+    SerdeJson,
+    /// sonic-rs (SIMD; the `fast-json` feature).
+    #[cfg(feature = "fast-json")]
+    SonicRs,
+}
+
+impl JsonDecoder {
+    /// The decoder [`decode_list`] and [`decode_watch_line`] use.
+    #[cfg(feature = "fast-json")]
+    pub(crate) const DEFAULT: Self = JsonDecoder::SonicRs;
+    /// The decoder [`decode_list`] and [`decode_watch_line`] use.
+    #[cfg(not(feature = "fast-json"))]
+    pub(crate) const DEFAULT: Self = JsonDecoder::SerdeJson;
+
+    /// Every decoder built in (the tests run each).
+    #[cfg(test)]
+    pub(crate) const ALL: &'static [Self] = &[
+        JsonDecoder::SerdeJson,
+        #[cfg(feature = "fast-json")]
+        JsonDecoder::SonicRs,
+    ];
+
+    /// Decodes `json` as a `T`; the error is the decoder's message.
+    fn decode<T: DeserializeOwned>(self, json: &str) -> Result<T, String> {
+        match self {
+            JsonDecoder::SerdeJson => serde_json::from_str(json).map_err(|e| e.to_string()),
+            #[cfg(feature = "fast-json")]
+            JsonDecoder::SonicRs => {
+                sonic_rs::from_str(json).map_err(|e| crate::cache::meta::sonic_message(&e))
+            }
+        }
+    }
+
+    /// Splits a list body into its metadata and its items' JSON.
+    fn split_list(self, body: &str) -> Result<(ListMeta, Vec<Cow<'_, str>>), String> {
+        match self {
+            JsonDecoder::SerdeJson => {
+                let raw: RawList<'_> = serde_json::from_str(body).map_err(|e| e.to_string())?;
+                let items = raw.items.unwrap_or_default();
+                Ok((
+                    raw.metadata,
+                    items.into_iter().map(|i| Cow::Borrowed(i.get())).collect(),
+                ))
+            }
+            #[cfg(feature = "fast-json")]
+            JsonDecoder::SonicRs => {
+                let raw: SonicList<'_> =
+                    sonic_rs::from_str(body).map_err(|e| crate::cache::meta::sonic_message(&e))?;
+                let items = raw.items.unwrap_or_default();
+                Ok((
+                    raw.metadata,
+                    items.iter().map(sonic_rs::LazyValue::as_raw_cow).collect(),
+                ))
+            }
+        }
+    }
+
+    /// Splits a watch line into its event type and its object's JSON.
+    fn split_event(self, line: &str) -> Result<(String, Cow<'_, str>), String> {
+        match self {
+            JsonDecoder::SerdeJson => serde_json::from_str::<RawEvent<'_>>(line)
+                .map(|e| (e.kind, Cow::Borrowed(e.object.get())))
+                .map_err(|e| e.to_string()),
+            #[cfg(feature = "fast-json")]
+            JsonDecoder::SonicRs => sonic_rs::from_str::<SonicEvent<'_>>(line)
+                .map(|e| (e.kind, e.object.as_raw_cow()))
+                .map_err(|e| crate::cache::meta::sonic_message(&e)),
+        }
+    }
+}
 
 #[derive(Deserialize)]
 struct RawList<'a> {
@@ -28,6 +109,26 @@ struct RawEvent<'a> {
     kind: String,
     #[serde(borrow)]
     object: &'a RawValue,
+}
+
+/// [`RawList`] for sonic-rs, whose raw values are `LazyValue`s.
+#[cfg(feature = "fast-json")]
+#[derive(Deserialize)]
+struct SonicList<'a> {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(borrow, default)]
+    items: Option<Vec<sonic_rs::LazyValue<'a>>>,
+}
+
+/// [`RawEvent`] for sonic-rs.
+#[cfg(feature = "fast-json")]
+#[derive(Deserialize)]
+struct SonicEvent<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(borrow)]
+    object: sonic_rs::LazyValue<'a>,
 }
 
 /// Just enough of an object to name it in a decode error.
@@ -58,34 +159,73 @@ pub(crate) struct BookmarkMeta {
     pub(crate) annotations: Option<std::collections::BTreeMap<String, String>>,
 }
 
-fn decode_object<K: DeserializeOwned>(raw: &RawValue) -> Result<K, DecodeError> {
-    serde_json::from_str::<K>(raw.get()).map_err(|e| DecodeError {
-        name: serde_json::from_str::<NameOnly>(raw.get())
+/// One object's JSON handed to a `Deserialize` impl the way a binary format hands over
+/// bytes: [`Lazy`](crate::cache::Lazy) keeps it as its body (one copy) and parses its
+/// metadata, instead of first scanning it again as a JSON value.
+struct RawJson<'a>(&'a str);
+
+impl<'de> serde::Deserializer<'de> for RawJson<'de> {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        v.visit_borrowed_str(self.0)
+    }
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
+        identifier ignored_any
+    }
+}
+
+fn decode_object<K: DeserializeOwned>(decoder: JsonDecoder, raw: &str) -> Result<K, DecodeError> {
+    let decoded = if crate::cache::meta::is_lazy::<K>() {
+        K::deserialize(RawJson(raw)).map_err(|e| e.to_string())
+    } else {
+        decoder.decode::<K>(raw)
+    };
+    decoded.map_err(|message| DecodeError {
+        name: decoder
+            .decode::<NameOnly>(raw)
             .ok()
             .and_then(|n| n.metadata)
             .and_then(|m| m.name),
-        message: e.to_string(),
+        message,
     })
 }
 
 /// Decodes a list response body (JSON) as the [`KubeListerWatcher`](super::KubeListerWatcher)
 /// does: items that do not decode as `K` go to [`ObjectList::undecodable`].
 ///
+/// With the `fast-json` feature the body is read with sonic-rs, otherwise with serde_json.
+///
 /// # Errors
 /// [`ListWatchError::Decode`] when the body itself is not a list.
 pub fn decode_list<K: DeserializeOwned>(body: &str) -> Result<ObjectList<K>, ListWatchError> {
-    let raw: RawList<'_> = serde_json::from_str(body)
+    decode_list_with(JsonDecoder::DEFAULT, body)
+}
+
+/// [`decode_list`] with a given decoder.
+pub(crate) fn decode_list_with<K: DeserializeOwned>(
+    decoder: JsonDecoder,
+    body: &str,
+) -> Result<ObjectList<K>, ListWatchError> {
+    let (metadata, items) = decoder
+        .split_list(body)
         .map_err(|e| DecodeError::new(format!("list response is not a list: {e}")))?;
     let mut list = ObjectList {
-        resource_version: raw.metadata.resource_version.unwrap_or_default(),
-        continue_token: raw.metadata.continue_.filter(|c| !c.is_empty()),
-        remaining_item_count: raw.metadata.remaining_item_count,
+        resource_version: metadata.resource_version.unwrap_or_default(),
+        continue_token: metadata.continue_.filter(|c| !c.is_empty()),
+        remaining_item_count: metadata.remaining_item_count,
         ..ObjectList::default()
     };
-    let items = raw.items.unwrap_or_default();
     list.items.reserve(items.len());
     for item in items {
-        match decode_object::<K>(item) {
+        match decode_object::<K>(decoder, &item) {
             Ok(o) => list.items.push(Arc::new(o)),
             Err(e) => list.undecodable.push(e),
         }
@@ -123,17 +263,27 @@ pub(crate) fn api_status(s: &kube_core::Status) -> ApiStatus {
 /// [`KubeListerWatcher`](super::KubeListerWatcher) does: `None` for a blank line; a
 /// [`ListWatchError::Decode`] for a line that is not an event of a known type with a `K`
 /// (which ends the watch); a bare `Status` line is an [`ListWatchError::Api`] error.
+///
+/// With the `fast-json` feature the line is read with sonic-rs, otherwise with serde_json.
 pub fn decode_watch_line<K: DeserializeOwned>(
+    line: &str,
+) -> Option<Result<WatchEvent<K>, ListWatchError>> {
+    decode_watch_line_with(JsonDecoder::DEFAULT, line)
+}
+
+/// [`decode_watch_line`] with a given decoder.
+pub(crate) fn decode_watch_line_with<K: DeserializeOwned>(
+    decoder: JsonDecoder,
     line: &str,
 ) -> Option<Result<WatchEvent<K>, ListWatchError>> {
     if line.trim().is_empty() {
         return None;
     }
-    let event: RawEvent<'_> = match serde_json::from_str(line) {
+    let (kind, object) = match decoder.split_event(line) {
         Ok(e) => e,
         Err(e) => {
             // A bare Status line (some servers end a stream this way).
-            if let Ok(status) = serde_json::from_str::<kube_core::Status>(line)
+            if let Ok(status) = decoder.decode::<kube_core::Status>(line)
                 && status.code != 0
             {
                 return Some(Err(ListWatchError::Api(api_status(&status))));
@@ -144,11 +294,12 @@ pub fn decode_watch_line<K: DeserializeOwned>(
             .into()));
         }
     };
-    let result = match event.kind.as_str() {
-        "ADDED" => decode_object(event.object).map(|o| WatchEvent::Added(Arc::new(o))),
-        "MODIFIED" => decode_object(event.object).map(|o| WatchEvent::Modified(Arc::new(o))),
-        "DELETED" => decode_object(event.object).map(|o| WatchEvent::Deleted(Arc::new(o))),
-        "BOOKMARK" => serde_json::from_str::<BookmarkObject>(event.object.get())
+    let result = match kind.as_str() {
+        "ADDED" => decode_object(decoder, &object).map(|o| WatchEvent::Added(Arc::new(o))),
+        "MODIFIED" => decode_object(decoder, &object).map(|o| WatchEvent::Modified(Arc::new(o))),
+        "DELETED" => decode_object(decoder, &object).map(|o| WatchEvent::Deleted(Arc::new(o))),
+        "BOOKMARK" => decoder
+            .decode::<BookmarkObject>(&object)
             .map(|b| {
                 WatchEvent::Bookmark(Bookmark {
                     resource_version: b.metadata.resource_version,
@@ -156,7 +307,8 @@ pub fn decode_watch_line<K: DeserializeOwned>(
                 })
             })
             .map_err(|e| DecodeError::new(format!("undecodable bookmark: {e}"))),
-        "ERROR" => serde_json::from_str::<kube_core::Status>(event.object.get())
+        "ERROR" => decoder
+            .decode::<kube_core::Status>(&object)
             .map(|s| WatchEvent::Error(api_status(&s)))
             .map_err(|e| DecodeError::new(format!("undecodable error status: {e}"))),
         other => Err(DecodeError::new(format!(
@@ -170,86 +322,156 @@ pub fn decode_watch_line<K: DeserializeOwned>(
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
+    use kube_core::Resource;
+
     use super::*;
+    use crate::cache::Lazy;
 
     #[test]
     fn a_list_with_one_bad_item_keeps_the_others() {
-        let body = r#"{"kind":"ConfigMapList","apiVersion":"v1",
+        for &d in JsonDecoder::ALL {
+            let body = r#"{"kind":"ConfigMapList","apiVersion":"v1",
             "metadata":{"resourceVersion":"12","continue":"tok","remainingItemCount":3},
             "items":[{"metadata":{"name":"a","namespace":"ns"}},
                      {"metadata":{"name":"bad","namespace":"ns"},"data":{"k":5}},
                      {"metadata":{"name":"c","namespace":"ns"}}]}"#;
-        let list = decode_list::<ConfigMap>(body).unwrap();
-        assert_eq!(list.items.len(), 2);
-        assert_eq!(list.resource_version, "12");
-        assert_eq!(list.continue_token.as_deref(), Some("tok"));
-        assert_eq!(list.remaining_item_count, Some(3));
-        assert_eq!(list.undecodable.len(), 1);
-        assert_eq!(list.undecodable[0].name.as_deref(), Some("bad"));
+            let list = decode_list_with::<ConfigMap>(d, body).unwrap();
+            assert_eq!(list.items.len(), 2, "{d:?}");
+            assert_eq!(list.resource_version, "12");
+            assert_eq!(list.continue_token.as_deref(), Some("tok"));
+            assert_eq!(list.remaining_item_count, Some(3));
+            assert_eq!(list.undecodable.len(), 1);
+            assert_eq!(list.undecodable[0].name.as_deref(), Some("bad"));
+            // One line, saying what was wrong and where.
+            let message = &list.undecodable[0].message;
+            assert!(
+                message.contains("invalid type") && !message.contains('\n'),
+                "{d:?}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_list_of_lazy_objects_keeps_each_body_as_sent() {
+        for &d in JsonDecoder::ALL {
+            let body = r#"{"metadata":{"resourceVersion":"7"},"items":[
+                {"metadata":{"name":"a","labels":{"app":"web"}},"data":{"k":"v\u00e9"}},
+                {"metadata":{"name":"bad","labels":5}}]}"#;
+            let list = decode_list_with::<Lazy<ConfigMap>>(d, body).unwrap();
+            assert_eq!(list.items.len(), 1, "{d:?}");
+            let a = &list.items[0];
+            assert_eq!(
+                a.json().unwrap(),
+                r#"{"metadata":{"name":"a","labels":{"app":"web"}},"data":{"k":"v\u00e9"}}"#
+            );
+            assert_eq!(a.object().unwrap().data.as_ref().unwrap()["k"], "vé");
+            assert_eq!(list.undecodable.len(), 1);
+            assert_eq!(list.undecodable[0].name.as_deref(), Some("bad"));
+            let event = decode_watch_line_with::<Lazy<ConfigMap>>(
+                d,
+                r#"{"type":"ADDED","object":{"metadata":{"name":"w"}}}"#,
+            );
+            assert!(
+                matches!(event, Some(Ok(WatchEvent::Added(o))) if o.meta().name.as_deref() == Some("w"))
+            );
+        }
     }
 
     #[test]
     fn an_empty_list_has_no_items_and_no_token() {
-        let list = decode_list::<ConfigMap>(
-            r#"{"metadata":{"resourceVersion":"1","continue":""},"items":null}"#,
-        )
-        .unwrap();
-        assert!(list.items.is_empty() && list.continue_token.is_none());
-        assert!(
-            decode_list::<ConfigMap>(r#"{"items":5}"#)
-                .unwrap_err()
-                .is_decode()
-        );
+        for &d in JsonDecoder::ALL {
+            let list = decode_list_with::<ConfigMap>(
+                d,
+                r#"{"metadata":{"resourceVersion":"1","continue":""},"items":null}"#,
+            )
+            .unwrap();
+            assert!(list.items.is_empty() && list.continue_token.is_none());
+            for bad in [r#"{"items":5}"#, r#"{"items":[{"a":1]}"#, "5", ""] {
+                assert!(
+                    decode_list_with::<ConfigMap>(d, bad)
+                        .unwrap_err()
+                        .is_decode(),
+                    "{d:?} {bad}"
+                );
+            }
+            // A struct from an array, as serde allows: the decoders agree.
+            assert_eq!(
+                decode_list_with::<ConfigMap>(d, "[]").is_ok(),
+                decode_list_with::<ConfigMap>(JsonDecoder::SerdeJson, "[]").is_ok()
+            );
+        }
     }
 
     #[test]
     fn watch_lines_decode_each_event_type() {
-        let added = decode_watch_line::<ConfigMap>(
-            r#"{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"3"}}}"#,
-        );
-        assert!(
-            matches!(added, Some(Ok(WatchEvent::Added(o))) if o.metadata.name.as_deref() == Some("a"))
-        );
-        // The object before the type: field order does not matter.
-        let deleted = decode_watch_line::<ConfigMap>(
-            r#"{"object":{"metadata":{"name":"a"}},"type":"DELETED"}"#,
-        );
-        assert!(matches!(deleted, Some(Ok(WatchEvent::Deleted(_)))));
-        let bookmark = decode_watch_line::<ConfigMap>(
-            r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}}}"#,
-        );
-        match bookmark {
-            Some(Ok(WatchEvent::Bookmark(b))) => {
-                assert_eq!(b.resource_version, "9");
-                assert!(b.is_initial_events_end());
+        for &d in JsonDecoder::ALL {
+            let added = decode_watch_line_with::<ConfigMap>(
+                d,
+                r#"{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"3"}}}"#,
+            );
+            assert!(
+                matches!(added, Some(Ok(WatchEvent::Added(o))) if o.metadata.name.as_deref() == Some("a"))
+            );
+            // The object before the type: field order does not matter.
+            let deleted = decode_watch_line_with::<ConfigMap>(
+                d,
+                r#"{"object":{"metadata":{"name":"a"}},"type":"DELETED"}"#,
+            );
+            assert!(matches!(deleted, Some(Ok(WatchEvent::Deleted(_)))));
+            let bookmark = decode_watch_line_with::<ConfigMap>(
+                d,
+                r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}}}"#,
+            );
+            match bookmark {
+                Some(Ok(WatchEvent::Bookmark(b))) => {
+                    assert_eq!(b.resource_version, "9");
+                    assert!(b.is_initial_events_end());
+                }
+                other => panic!("{other:?}"),
             }
-            other => panic!("{other:?}"),
-        }
-        let error = decode_watch_line::<ConfigMap>(
-            r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}"#,
-        );
-        match error {
-            Some(Ok(WatchEvent::Error(s))) => {
-                assert_eq!((s.code, s.reason.as_str()), (410, "Expired"));
+            let error = decode_watch_line_with::<ConfigMap>(
+                d,
+                r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}"#,
+            );
+            match error {
+                Some(Ok(WatchEvent::Error(s))) => {
+                    assert_eq!((s.code, s.reason.as_str()), (410, "Expired"));
+                }
+                other => panic!("{other:?}"),
             }
-            other => panic!("{other:?}"),
+            assert!(decode_watch_line_with::<ConfigMap>(d, "  ").is_none());
         }
-        assert!(decode_watch_line::<ConfigMap>("  ").is_none());
     }
 
     #[test]
     fn an_undecodable_watch_object_is_a_decode_error_not_an_api_error() {
-        let bad = decode_watch_line::<ConfigMap>(
-            r#"{"type":"MODIFIED","object":{"metadata":{"name":"x"},"data":{"k":1}}}"#,
-        );
-        match bad {
-            Some(Err(ListWatchError::Decode(d))) => assert_eq!(d.name.as_deref(), Some("x")),
-            other => panic!("{other:?}"),
+        for &d in JsonDecoder::ALL {
+            let bad = decode_watch_line_with::<ConfigMap>(
+                d,
+                r#"{"type":"MODIFIED","object":{"metadata":{"name":"x"},"data":{"k":1}}}"#,
+            );
+            match bad {
+                Some(Err(ListWatchError::Decode(e))) => assert_eq!(e.name.as_deref(), Some("x")),
+                other => panic!("{other:?}"),
+            }
+            assert!(matches!(
+                decode_watch_line_with::<ConfigMap>(d, "{not json"),
+                Some(Err(ListWatchError::Decode(_)))
+            ));
+            assert!(matches!(
+                decode_watch_line_with::<ConfigMap>(d, r#"{"type":"RENAMED","object":{}}"#),
+                Some(Err(ListWatchError::Decode(_)))
+            ));
+            // A bare Status line is the server's error.
+            let status = decode_watch_line_with::<ConfigMap>(
+                d,
+                r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410}"#,
+            );
+            assert!(
+                matches!(status, Some(Err(ListWatchError::Api(s))) if s.code == 410),
+                "{d:?}"
+            );
         }
-        assert!(matches!(
-            decode_watch_line::<ConfigMap>("{not json"),
-            Some(Err(ListWatchError::Decode(_)))
-        ));
     }
 
     #[test]

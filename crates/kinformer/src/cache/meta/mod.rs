@@ -12,5 +12,7 @@ pub use key::{
 };
 #[cfg(feature = "kube")]
 pub(crate) use lazy::is_lazy;
+#[cfg(all(feature = "fast-json", feature = "kube"))]
+pub(crate) use lazy::sonic_message;
 pub use lazy::{Lazy, full_decodes as lazy_full_decodes};
 pub use selector::{Operator, Requirement, Selector, SelectorParseError};

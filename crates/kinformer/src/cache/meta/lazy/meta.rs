@@ -4,7 +4,35 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+
+/// Decodes a body with the library's JSON decoder: sonic-rs with the `fast-json` feature,
+/// serde_json otherwise (a sonic-rs error becomes a `serde_json::Error` with its message).
+pub(super) fn from_json<T: DeserializeOwned>(json: &str) -> Result<T, serde_json::Error> {
+    #[cfg(feature = "fast-json")]
+    {
+        sonic_rs::from_str(json).map_err(|e| serde::de::Error::custom(sonic_message(&e)))
+    }
+    #[cfg(not(feature = "fast-json"))]
+    {
+        serde_json::from_str(json)
+    }
+}
+
+/// A sonic-rs error on one line, like serde_json's: `<what> at line L column C`, then the
+/// text around the position (sonic-rs prints it on extra lines, under a caret mask).
+#[cfg(feature = "fast-json")]
+pub(crate) fn sonic_message(e: &sonic_rs::Error) -> String {
+    let text = e.to_string();
+    match text.split_once("\n\n\t") {
+        Some((head, rest)) => match rest.lines().next() {
+            Some(near) if !near.trim().is_empty() => format!("{head}, near `{}`", near.trim()),
+            _ => head.to_owned(),
+        },
+        None => text,
+    }
+}
 
 /// The top level of an object, of which only `metadata` is read.
 #[derive(Deserialize)]

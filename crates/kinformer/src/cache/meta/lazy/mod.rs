@@ -36,6 +36,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use crate::cache::listwatch::DecodeError;
+#[cfg(all(feature = "fast-json", feature = "kube"))]
+pub(crate) use meta::sonic_message;
 use meta::{Envelope, MetaView, VIEW_KEYS};
 
 static FULL_DECODES: AtomicU64 = AtomicU64::new(0);
@@ -99,7 +101,7 @@ impl<K> Lazy<K> {
 
     /// Parses the metadata of `raw`; the parse reads (and so validates) the whole body.
     fn from_body(raw: Box<str>) -> Result<Self, serde_json::Error> {
-        let envelope: Envelope = serde_json::from_str(&raw)?;
+        let envelope: Envelope = meta::from_json(&raw)?;
         Ok(Lazy {
             meta: envelope.metadata.into(),
             raw,
@@ -162,7 +164,7 @@ impl<K: DeserializeOwned> Lazy<K> {
                     message: e.to_string(),
                 };
                 let body = self.json().map_err(decode_error)?;
-                serde_json::from_str::<K>(&body)
+                meta::from_json::<K>(&body)
                     .map(Arc::new)
                     .map_err(decode_error)
             })
