@@ -33,7 +33,7 @@
 //! - **Retry-After** is honoured up to [`MAX_RETRY_AFTER`] (30 s, the backoff ceiling): a
 //!   larger value from a server cannot stall the informer for longer.
 //!
-//! The decisions live in the pure state machine [`ReflectorMachine`]; [`Reflector::run`]
+//! The decisions live in the pure state machine `ReflectorMachine` (`reflector/state/`); [`Reflector::run`]
 //! performs its actions.
 
 mod error;
