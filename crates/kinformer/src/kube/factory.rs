@@ -196,12 +196,7 @@ impl SharedInformerFactory<KubeClient> {
             capabilities,
         } = self.client().clone();
         let selectors = self.selectors().clone();
-        let key = FactoryKey {
-            type_id: TypeId::of::<K>(),
-            resource: url.clone(),
-            namespace,
-            selectors: selectors.clone(),
-        };
+        let key = FactoryKey::of::<K>(url.clone(), namespace, selectors.clone());
         self.informer_keyed(key, move |options| {
             let mut lw = KubeListerWatcher::<K>::from_parts(url, client, metadata)
                 .with_wire(wire)

@@ -30,10 +30,26 @@ use crate::cache::sync::{CacheSyncTimeout, HasSynced};
 /// What identifies one shared informer.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct FactoryKey {
-    pub(crate) type_id: TypeId,
-    pub(crate) resource: String,
-    pub(crate) namespace: Option<String>,
-    pub(crate) selectors: Selectors,
+    type_id: TypeId,
+    resource: String,
+    namespace: Option<String>,
+    selectors: Selectors,
+}
+
+impl FactoryKey {
+    /// The key of the informer of type `K` for `resource` in `namespace` with `selectors`.
+    pub(crate) fn of<K: 'static>(
+        resource: String,
+        namespace: Option<String>,
+        selectors: Selectors,
+    ) -> Self {
+        Self {
+            type_id: TypeId::of::<K>(),
+            resource,
+            namespace,
+            selectors,
+        }
+    }
 }
 
 /// An informer with its type erased, as the factory runs it.
@@ -236,12 +252,11 @@ impl<C> SharedInformerFactory<C> {
     where
         K: Resource + Send + Sync + 'static,
     {
-        let key = FactoryKey {
-            type_id: TypeId::of::<K>(),
-            resource: resource.to_owned(),
-            namespace: self.namespace.clone(),
-            selectors: self.selectors.clone(),
-        };
+        let key = FactoryKey::of::<K>(
+            resource.to_owned(),
+            self.namespace.clone(),
+            self.selectors.clone(),
+        );
         self.informer_keyed(key, make)
     }
 

@@ -83,7 +83,7 @@ async fn next_event<K: Resource + Clone + Send + Sync + 'static>(
                     Some(Notification::Add {
                         obj,
                         is_in_initial_list: true,
-                    }) => return Some((Ok(Event::InitApply(owned(obj))), st)),
+                    }) => return Some((Ok(Event::InitApply(Arc::unwrap_or_clone(obj))), st)),
                     other => {
                         st.stash = other;
                         st.phase = Phase::Live;
@@ -97,20 +97,17 @@ async fn next_event<K: Resource + Clone + Send + Sync + 'static>(
                     None => st.events.next().await?,
                 };
                 let event = match n {
-                    Notification::Add { obj, .. } => Event::Apply(owned(obj)),
-                    Notification::Update { new, .. } => Event::Apply(owned(new)),
-                    Notification::Delete(DeletedObject::Live(obj)) => Event::Delete(owned(obj)),
+                    Notification::Add { obj, .. } => Event::Apply(Arc::unwrap_or_clone(obj)),
+                    Notification::Update { new, .. } => Event::Apply(Arc::unwrap_or_clone(new)),
+                    Notification::Delete(DeletedObject::Live(obj)) => {
+                        Event::Delete(Arc::unwrap_or_clone(obj))
+                    }
                     Notification::Delete(DeletedObject::Tombstone(t)) => {
-                        Event::Delete(owned(t.obj))
+                        Event::Delete(Arc::unwrap_or_clone(t.obj))
                     }
                 };
                 return Some((Ok(event), st));
             }
         }
     }
-}
-
-/// The object, cloned unless this was the last reference to it.
-fn owned<K: Clone>(obj: Arc<K>) -> K {
-    Arc::unwrap_or_clone(obj)
 }
