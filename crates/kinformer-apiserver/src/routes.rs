@@ -169,6 +169,9 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
         },
         _ => RequestKind::Write,
     };
+    // A watch is subject to every `close_all_watches` made after its request arrived, even one
+    // made before its stream starts.
+    let closes = st.faults.watch_closes();
     let faults = st
         .faults
         .on_request(kind, &target.def.plural, &format!("{method} {}", req.uri()));
@@ -218,7 +221,9 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                 .ok_or_else(|| ApiError::not_found(&target.def.group, &target.def.plural, name))?;
             object_response(&target.def, format, StatusCode::OK, &o)
         }
-        (Method::GET, None) if query.watch => start_watch(st, &target, query, faults, format).await,
+        (Method::GET, None) if query.watch => {
+            start_watch(st, &target, query, faults, closes, format).await
+        }
         (Method::GET, None) => {
             let page = list::list_objects(
                 s,
@@ -405,6 +410,7 @@ async fn start_watch(
     t: &Target,
     q: Query,
     faults: Vec<Fault>,
+    closes: tokio::sync::watch::Receiver<u64>,
     format: Format,
 ) -> Result<Response, ApiError> {
     let store = &st.store;
@@ -477,7 +483,7 @@ async fn start_watch(
             .unwrap_or(st.config.default_watch_timeout)
             .max(Duration::from_millis(1)),
         faults,
-        closes: st.faults.watch_closes(),
+        closes,
         protobuf,
     };
     let (tx, rx) = mpsc::channel::<Bytes>(16);

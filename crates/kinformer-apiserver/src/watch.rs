@@ -65,7 +65,8 @@ pub struct WatchRequest {
     pub timeout: Duration,
     /// Faults drawn for this request.
     pub faults: Vec<Fault>,
-    /// Ends the stream when it changes.
+    /// Ends the stream when it changes; subscribed when the request arrived, so a close made
+    /// between the request and the stream's start still ends it.
     pub closes: watch::Receiver<u64>,
     /// Protobuf frames instead of JSON lines.
     pub protobuf: bool,
@@ -284,7 +285,6 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
     }
     let mut rev_rx = req.store.subscribe();
     rev_rx.borrow_and_update();
-    req.closes.borrow_and_update();
     let ns = req.namespace.as_deref();
     let mut cursor = match req.start {
         WatchStart::After(r) => r,

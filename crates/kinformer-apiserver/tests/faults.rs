@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::next;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kinformer_apiserver::{Fault, FaultRule, TestServer, bench_pod};
+use kinformer_apiserver::{Fault, FaultRule, Target, TestServer, bench_pod};
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use serde_json::json;
 
@@ -205,4 +205,35 @@ async fn closing_all_watches_ends_streams_cleanly_and_keeps_connections_usable()
         0,
         "closing watches by hand is not an injected fault"
     );
+}
+
+#[tokio::test]
+async fn closing_all_watches_ends_a_watch_whose_request_arrived_before_its_stream_started() {
+    let server = TestServer::start().await.unwrap();
+    let cms: Api<ConfigMap> = Api::default_namespaced(server.client().unwrap());
+    // The delay holds the request between its arrival and the start of its stream.
+    server
+        .faults()
+        .add_rule(FaultRule::once(Fault::Delay(Duration::from_millis(500))).on(Target::Watch));
+    let watch = tokio::spawn(async move {
+        let mut w = cms
+            .watch(&WatchParams::default().disable_bookmarks(), "0")
+            .await
+            .unwrap()
+            .boxed();
+        w.next().await.map(|e| e.is_ok())
+    });
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while server.faults().total() == 0 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await
+    .expect("the watch request arrived");
+    server.faults().close_all_watches();
+    let first = tokio::time::timeout(Duration::from_secs(5), watch)
+        .await
+        .expect("the close ended the watch")
+        .unwrap();
+    assert_eq!(first, None, "the stream ended without an event");
 }
