@@ -516,6 +516,9 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
         }
     };
 
+    if std::env::var_os("KINFORMER_BENCH_TRACE").is_some() {
+        eprintln!("E1: peak RSS at sync {:.1} MiB", peak_rss_mib()?);
+    }
     let all_updates = progress.all_updates.notified();
     let write_start = Instant::now();
     server.command(&format!("update {PODS}"))?;

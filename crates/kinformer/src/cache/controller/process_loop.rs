@@ -44,6 +44,24 @@ impl<K: Send + Sync + 'static> ReflectorSink<K> for SyncingSink<K> {
         self.check();
         r
     }
+    fn begin_paged_replace(&self) -> bool {
+        self.queue.begin_paged_replace()
+    }
+    fn replace_page(&self, objs: Vec<Arc<K>>) -> Result<(), CacheError> {
+        self.queue.replace_page(objs)
+    }
+    fn room_for_page(
+        &self,
+        limit: usize,
+    ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        // The process loop pops this queue.
+        self.queue.room_for(limit)
+    }
+    fn finish_paged_replace(&self, resource_version: &str) -> Result<(), CacheError> {
+        let r = self.queue.finish_paged_replace(resource_version);
+        self.check();
+        r
+    }
     fn resync(&self) -> Result<(), CacheError> {
         self.queue.resync()
     }
@@ -105,5 +123,39 @@ impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt;
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+    use crate::cache::fifo::RealFifo;
+    use crate::cache::test_util::pod_rv;
+
+    /// The informer's sink hands a paged initial list through to its queue, waits for room
+    /// on it, and notices the sync at the finish.
+    #[tokio::test]
+    async fn the_syncing_sink_passes_a_paged_list_through_and_waits_on_its_queue() {
+        let queue: Arc<dyn DeltaQueue<Pod>> = Arc::new(RealFifo::new());
+        let sink = SyncingSink {
+            queue: Arc::clone(&queue),
+            synced: Arc::new(SyncedFlag::new()),
+        };
+        assert!(sink.begin_paged_replace());
+        sink.replace_page(vec![pod_rv("ns", "a", "1"), pod_rv("ns", "b", "1")])
+            .unwrap();
+        assert_eq!(queue.len(), 2);
+        assert!(sink.room_for_page(2).now_or_never().is_none());
+        let mut drop_all = |_: Popped<Pod>| {};
+        queue.pop(&mut drop_all).await.unwrap();
+        assert!(sink.room_for_page(2).now_or_never().is_some());
+        sink.finish_paged_replace("1").unwrap();
+        assert!(
+            sink.synced.is_set(),
+            "everything was processed by the finish"
+        );
     }
 }

@@ -10,7 +10,8 @@ use tokio::sync::Notify;
 
 use crate::cache::fifo::Delta;
 use crate::cache::fifo::Popped;
-use crate::cache::meta::CacheError;
+use crate::cache::meta::{CacheError, ObjectKey};
+use crate::hash::FastSet;
 
 /// Implements [`DeltaQueue`](crate::cache::fifo::DeltaQueue) for a FIFO over its inherent
 /// `pop_with`, `has_synced`, `close` and `len` and its [`FifoCore`] field `core`; both FIFOs
@@ -33,6 +34,12 @@ macro_rules! impl_delta_queue {
             fn len(&self) -> usize {
                 $fifo::len(self)
             }
+            fn room_for<'a>(
+                &'a self,
+                limit: usize,
+            ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+                Box::pin(self.core.room_for(limit))
+            }
         }
     };
 }
@@ -48,6 +55,27 @@ pub(crate) struct Locked<D> {
     /// Items of the initial population popped but still being processed.
     pub(crate) initial_in_flight: usize,
     pub(crate) closed: bool,
+    /// A paged replace in progress.
+    pub(crate) paged: Option<PagedReplace>,
+}
+
+/// A paged replace in progress (see
+/// [`ReflectorSink::begin_paged_replace`](crate::cache::fifo::ReflectorSink::begin_paged_replace)).
+#[derive(Debug, Default)]
+pub(crate) struct PagedReplace {
+    /// The keys listed so far; `None` when the replace began on an empty queue and an empty
+    /// consumer store, so that everything queued or known at its end came from its pages and
+    /// nothing needs a tombstone.
+    pub(crate) seen: Option<FastSet<ObjectKey>>,
+}
+
+impl PagedReplace {
+    /// Records a listed key.
+    pub(crate) fn saw(&mut self, key: &ObjectKey) {
+        if let Some(seen) = &mut self.seen {
+            seen.insert(key.clone());
+        }
+    }
 }
 
 impl<D> Locked<D> {
@@ -69,6 +97,8 @@ impl<D> Locked<D> {
 pub(crate) struct FifoCore<D> {
     state: Mutex<Locked<D>>,
     notify: Notify,
+    /// Notified after every pop: wakes a reflector waiting for room for its next page.
+    popped: Notify,
 }
 
 impl<D> FifoCore<D> {
@@ -80,8 +110,10 @@ impl<D> FifoCore<D> {
                 initial_population_count: 0,
                 initial_in_flight: 0,
                 closed: false,
+                paged: None,
             }),
             notify: Notify::new(),
+            popped: Notify::new(),
         }
     }
 
@@ -106,10 +138,43 @@ impl<D> FifoCore<D> {
     pub(crate) fn close(&self) {
         self.state.lock().closed = true;
         self.wake();
+        self.popped.notify_waiters();
+    }
+
+    /// Waits until fewer than `limit` items of the first population are queued, or the
+    /// queue is closed.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: it only waits.
+    pub(crate) async fn room_for(&self, limit: usize) {
+        loop {
+            let popped = self.popped.notified();
+            tokio::pin!(popped);
+            popped.as_mut().enable();
+            {
+                let s = self.state.lock();
+                if s.closed || s.initial_population_count < limit {
+                    return;
+                }
+            }
+            popped.await;
+        }
     }
 
     pub(crate) fn has_synced(&self) -> bool {
         self.state.lock().has_synced()
+    }
+
+    /// Begins a paged replace if the first population is still to come; `fresh` says whether
+    /// the queue and the consumer's store are empty (then no key needs remembering).
+    pub(crate) fn begin_paged(&self, fresh: impl FnOnce(&D) -> bool) -> bool {
+        let mut s = self.state.lock();
+        if s.closed || s.populated {
+            return false;
+        }
+        let seen = (!fresh(&s.data)).then(FastSet::default);
+        s.paged = Some(PagedReplace { seen });
+        true
     }
 
     /// Waits until `take` yields a batch (deltas and how many queued items they were), then
@@ -149,6 +214,9 @@ impl<D> FifoCore<D> {
                 }
             };
             if let Some((popped, counted)) = popped {
+                if counted > 0 {
+                    self.popped.notify_waiters();
+                }
                 let _done = InFlight {
                     state: &self.state,
                     counted,

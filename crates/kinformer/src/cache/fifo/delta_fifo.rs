@@ -213,6 +213,77 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         self.core.pop_with(take, process).await
     }
 
+    /// Queues a tombstone for every key queued or known (the key in flight included) that
+    /// `listed` does not hold; returns how many. Part of a replace, under the lock.
+    fn queue_tombstones(&self, data: &mut Keyed<K>, listed: impl Fn(&str) -> bool) -> usize {
+        // Deletions of queued keys missing from the list: tombstone with the newest state.
+        let mut queued_deletions = 0;
+        let vanished: Vec<(ObjectKey, Arc<K>)> = data
+            .queue
+            .iter()
+            .filter(|k| !listed(k.as_str()))
+            .filter_map(|k| {
+                let newest = data.items.get(k.as_str())?.last()?.object()?;
+                Some((k.clone(), Arc::clone(newest)))
+            })
+            .collect();
+        for (key, obj) in vanished {
+            queued_deletions += 1;
+            let tomb = DeletedFinalStateUnknown {
+                key: key.clone(),
+                obj,
+            };
+            data.queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
+        }
+        // Deletions of known keys missing from the list with nothing queued (the key being
+        // processed counts as known if its processing leaves an object).
+        let mut known_keys = self
+            .known_objects
+            .as_ref()
+            .map(|k| k.list_keys())
+            .unwrap_or_default();
+        if let Some((key, Some(_))) = &data.in_flight {
+            // Listed twice at most: the second time it is queued (or listed) already.
+            known_keys.push(key.clone());
+        }
+        for key in known_keys {
+            if listed(key.as_str()) || data.items.contains_key(key.as_str()) {
+                continue;
+            }
+            let Some(obj) = self.known(data, key.as_str()) else {
+                // A known key whose in-flight delete is being applied: nothing to add.
+                continue;
+            };
+            queued_deletions += 1;
+            let tomb = DeletedFinalStateUnknown {
+                key: key.clone(),
+                obj,
+            };
+            data.queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
+        }
+        queued_deletions
+    }
+
+    /// Keys and transforms `objs` (before taking the lock).
+    fn keyed(&self, objs: Vec<Arc<K>>) -> Result<Vec<(ObjectKey, Arc<K>)>, CacheError> {
+        let mut keyed = Vec::with_capacity(objs.len());
+        for obj in objs {
+            let obj = self.transform(obj);
+            let key = meta_namespace_key(obj.as_ref())?;
+            keyed.push((key, obj));
+        }
+        Ok(keyed)
+    }
+
+    /// The delta a replace queues for a listed object.
+    fn replaced(&self, obj: Arc<K>) -> Delta<K> {
+        if self.emit_delta_type_replaced {
+            Delta::Replaced(obj)
+        } else {
+            Delta::Sync(obj)
+        }
+    }
+
     /// What the consumer knows (or will know once the popped item is processed) under `key`.
     fn known(&self, data: &Keyed<K>, key: &str) -> Option<Arc<K>> {
         if let Some((k, outcome)) = &data.in_flight
@@ -282,74 +353,58 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
     }
 
     fn replace(&self, objs: Vec<Arc<K>>, _resource_version: &str) -> Result<(), CacheError> {
-        let mut keyed = Vec::with_capacity(objs.len());
-        for obj in objs {
-            let obj = self.transform(obj);
-            let key = meta_namespace_key(obj.as_ref())?;
-            keyed.push((key, obj));
-        }
+        let keyed = self.keyed(objs)?;
         let mut s = self.core.lock_open()?;
         let mut keys: FastSet<ObjectKey> =
             FastSet::with_capacity_and_hasher(keyed.len(), Default::default());
         for (key, obj) in keyed {
             keys.insert(key.clone());
-            let delta = if self.emit_delta_type_replaced {
-                Delta::Replaced(obj)
-            } else {
-                Delta::Sync(obj)
-            };
+            let delta = self.replaced(obj);
             s.data.queue_action(key, delta);
         }
-        // Deletions of queued keys missing from the list: tombstone with the newest state.
-        let mut queued_deletions = 0;
-        let vanished: Vec<(ObjectKey, Arc<K>)> = s
-            .data
-            .queue
-            .iter()
-            .filter(|k| !keys.contains(k.as_str()))
-            .filter_map(|k| {
-                let newest = s.data.items.get(k.as_str())?.last()?.object()?;
-                Some((k.clone(), Arc::clone(newest)))
-            })
-            .collect();
-        for (key, obj) in vanished {
-            queued_deletions += 1;
-            let tomb = DeletedFinalStateUnknown {
-                key: key.clone(),
-                obj,
-            };
-            s.data
-                .queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
-        }
-        // Deletions of known keys missing from the list with nothing queued (the key being
-        // processed counts as known if its processing leaves an object).
-        let mut known_keys = self
-            .known_objects
-            .as_ref()
-            .map(|k| k.list_keys())
-            .unwrap_or_default();
-        if let Some((key, Some(_))) = &s.data.in_flight {
-            // Listed twice at most: the second time it is queued (or listed) already.
-            known_keys.push(key.clone());
-        }
-        for key in known_keys {
-            if keys.contains(key.as_str()) || s.data.items.contains_key(key.as_str()) {
-                continue;
-            }
-            let Some(obj) = self.known(&s.data, key.as_str()) else {
-                // A known key whose in-flight delete is being applied: nothing to add.
-                continue;
-            };
-            queued_deletions += 1;
-            let tomb = DeletedFinalStateUnknown {
-                key: key.clone(),
-                obj,
-            };
-            s.data
-                .queue_action(key, Delta::Deleted(DeletedObject::Tombstone(tomb)));
-        }
+        let queued_deletions = self.queue_tombstones(&mut s.data, |k| keys.contains(k));
         s.populate(keys.len() + queued_deletions);
         drop(s);
+        self.core.wake();
+        Ok(())
+    }
+
+    fn begin_paged_replace(&self) -> bool {
+        let known_empty = self.known_objects.as_ref().is_none_or(|k| k.is_empty());
+        self.core
+            .begin_paged(|data: &Keyed<K>| known_empty && data.queue.is_empty())
+    }
+
+    fn replace_page(&self, objs: Vec<Arc<K>>) -> Result<(), CacheError> {
+        let keyed = self.keyed(objs)?;
+        let mut guard = self.core.lock_open()?;
+        let s = &mut *guard;
+        let paged = s.paged.as_mut().ok_or(CacheError::NoPagedReplace)?;
+        for (key, obj) in keyed {
+            paged.saw(&key);
+            if !s.data.items.contains_key(key.as_str()) {
+                // A newly queued key of the first population.
+                s.initial_population_count += 1;
+            }
+            let delta = self.replaced(obj);
+            s.data.queue_action(key, delta);
+        }
+        drop(guard);
+        self.core.wake();
+        Ok(())
+    }
+
+    fn finish_paged_replace(&self, _resource_version: &str) -> Result<(), CacheError> {
+        let mut guard = self.core.lock_open()?;
+        let s = &mut *guard;
+        let paged = s.paged.take().ok_or(CacheError::NoPagedReplace)?;
+        if let Some(seen) = paged.seen {
+            self.queue_tombstones(&mut s.data, |k| seen.contains(k));
+        }
+        // Everything queued now belongs to the first population.
+        s.initial_population_count = s.data.queue.len();
+        s.populated = true;
+        drop(guard);
         self.core.wake();
         Ok(())
     }

@@ -10,6 +10,9 @@ mod queue;
 mod real_fifo;
 mod sink;
 
+#[cfg(test)]
+mod paged_tests;
+
 pub use delta::{Delta, DeltaType};
 pub use delta_fifo::DeltaFifo;
 pub use queue::{DeltaQueue, KnownObjects, PopFuture, Popped, ProcessFn};

@@ -58,6 +58,11 @@ pub trait DeltaQueue<K>: ReflectorSink<K> {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Resolves once fewer than `limit` items of the first population wait to be popped, or
+    /// the queue is closed: a consumer that pops lets a paged initial list through a page at a
+    /// time (see [`ReflectorSink::begin_paged_replace`]). The informer's reflector waits on it;
+    /// a queue written by a bare reflector with nobody popping yet is never waited on.
+    fn room_for<'a>(&'a self, limit: usize) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 }
 
 /// What a queue asks of the consumer's store: which keys it knows and their objects.
@@ -67,6 +72,10 @@ pub trait KnownObjects<K>: Send + Sync {
     fn list_keys(&self) -> Vec<ObjectKey>;
     /// The object known under `key`.
     fn get_by_key(&self, key: &str) -> Option<Arc<K>>;
+    /// True if nothing is known.
+    fn is_empty(&self) -> bool {
+        self.list_keys().is_empty()
+    }
 }
 
 impl<K: Resource + Send + Sync> KnownObjects<K> for Indexer<K> {
@@ -75,5 +84,8 @@ impl<K: Resource + Send + Sync> KnownObjects<K> for Indexer<K> {
     }
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
         Indexer::get_by_key(self, key)
+    }
+    fn is_empty(&self) -> bool {
+        Indexer::len(self) == 0
     }
 }

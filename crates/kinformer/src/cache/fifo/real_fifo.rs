@@ -19,8 +19,11 @@ use kube_core::Resource;
 /// The default largest batch a pop hands out.
 pub const DEFAULT_MAX_BATCH: usize = 1000;
 
-/// The log; the key is `None` exactly for `ReplacedAll`, `SyncAll` and `Bookmark`.
-type Log<K> = VecDeque<(Option<ObjectKey>, Delta<K>)>;
+/// One logged delta; the key is `None` exactly for `ReplacedAll`, `SyncAll` and `Bookmark`.
+type Entry<K> = (Option<ObjectKey>, Delta<K>);
+
+/// The log.
+type Log<K> = VecDeque<Entry<K>>;
 
 /// The in-order delta log.
 ///
@@ -159,6 +162,83 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         self.append(vec![(Some(key), delta_of(obj))], false)
     }
 
+    /// Tombstones for every key the consumer will know once `log` drains (the known objects
+    /// overlaid with the log) that `listed` does not hold: keys queued in `log` first, in
+    /// queue order, then the known keys in the store's order. Part of a non-atomic replace.
+    fn tombstones(&self, log: &Log<K>, listed: impl Fn(&str) -> bool) -> Vec<Entry<K>> {
+        // The consumer's state once the log drains (known objects overlaid with the log), and
+        // the order in which its keys get tombstones.
+        let mut effective: FastMap<ObjectKey, Option<Arc<K>>> = FastMap::default();
+        let mut queued_order: Vec<ObjectKey> = Vec::new();
+        for (key, delta) in log {
+            match (key, delta) {
+                (Some(k), d) => {
+                    let obj = match d {
+                        Delta::Deleted(_) => None,
+                        d => d.object().cloned(),
+                    };
+                    if effective.insert(k.clone(), obj).is_none() {
+                        queued_order.push(k.clone());
+                    }
+                }
+                (None, Delta::ReplacedAll { objects, .. }) => {
+                    // Everything before is superseded: known objects included.
+                    for v in effective.values_mut() {
+                        *v = None;
+                    }
+                    for o in objects {
+                        if let Ok(k) = meta_namespace_key(o.as_ref())
+                            && effective.insert(k.clone(), Some(Arc::clone(o))).is_none()
+                        {
+                            queued_order.push(k);
+                        }
+                    }
+                }
+                (None, _) => {}
+            }
+        }
+        let replaced_all = log
+            .iter()
+            .any(|(_, d)| matches!(d, Delta::ReplacedAll { .. }));
+        let mut order = queued_order;
+        if let Some(known) = &self.known_objects
+            && !replaced_all
+        {
+            for key in known.list_keys() {
+                if !effective.contains_key(key.as_str()) {
+                    let obj = known.get_by_key(key.as_str());
+                    effective.insert(key.clone(), obj);
+                    order.push(key);
+                }
+            }
+        }
+        let mut entries = Vec::new();
+        for key in order {
+            if listed(key.as_str()) {
+                continue;
+            }
+            if let Some(Some(obj)) = effective.remove(key.as_str()) {
+                let tomb = DeletedFinalStateUnknown {
+                    key: key.clone(),
+                    obj,
+                };
+                entries.push((Some(key), Delta::Deleted(DeletedObject::Tombstone(tomb))));
+            }
+        }
+        entries
+    }
+
+    /// Transforms and keys `objs` as `Replaced` entries (before taking the lock).
+    fn replaced(&self, objs: Vec<Arc<K>>) -> Result<Vec<Entry<K>>, CacheError> {
+        objs.into_iter()
+            .map(|o| {
+                let o = self.transform(o);
+                let key = meta_namespace_key(o.as_ref())?;
+                Ok((Some(key), Delta::Replaced(o)))
+            })
+            .collect()
+    }
+
     /// Waits for the next batch, removes it and calls `process` with it; returns what
     /// `process` returned. See [`DeltaQueue::pop`].
     ///
@@ -263,71 +343,53 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
             replaced.push((Some(key), Delta::Replaced(o)));
         }
         let mut s = self.core.lock_open()?;
-        // The consumer's state once the log drains (known objects overlaid with the log), and
-        // the order in which its keys get tombstones.
-        let mut effective: FastMap<ObjectKey, Option<Arc<K>>> = FastMap::default();
-        let mut queued_order: Vec<ObjectKey> = Vec::new();
-        for (key, delta) in &s.data {
-            match (key, delta) {
-                (Some(k), d) => {
-                    let obj = match d {
-                        Delta::Deleted(_) => None,
-                        d => d.object().cloned(),
-                    };
-                    if effective.insert(k.clone(), obj).is_none() {
-                        queued_order.push(k.clone());
-                    }
-                }
-                (None, Delta::ReplacedAll { objects, .. }) => {
-                    // Everything before is superseded: known objects included.
-                    for v in effective.values_mut() {
-                        *v = None;
-                    }
-                    for o in objects {
-                        if let Ok(k) = meta_namespace_key(o.as_ref())
-                            && effective.insert(k.clone(), Some(Arc::clone(o))).is_none()
-                        {
-                            queued_order.push(k);
-                        }
-                    }
-                }
-                (None, _) => {}
-            }
-        }
-        let replaced_all = s
-            .data
-            .iter()
-            .any(|(_, d)| matches!(d, Delta::ReplacedAll { .. }));
-        let mut order = queued_order;
-        if let Some(known) = &self.known_objects
-            && !replaced_all
-        {
-            for key in known.list_keys() {
-                if !effective.contains_key(key.as_str()) {
-                    let obj = known.get_by_key(key.as_str());
-                    effective.insert(key.clone(), obj);
-                    order.push(key);
-                }
-            }
-        }
-        let mut entries = Vec::with_capacity(replaced.len());
-        for key in order {
-            if keys.contains(key.as_str()) {
-                continue;
-            }
-            if let Some(Some(obj)) = effective.remove(key.as_str()) {
-                let tomb = DeletedFinalStateUnknown {
-                    key: key.clone(),
-                    obj,
-                };
-                entries.push((Some(key), Delta::Deleted(DeletedObject::Tombstone(tomb))));
-            }
-        }
+        let mut entries = self.tombstones(&s.data, |k| keys.contains(k));
         entries.extend(replaced);
         s.data.extend(entries);
         let n = s.data.len();
         s.populate(n);
         drop(s);
+        self.core.wake();
+        Ok(())
+    }
+
+    fn begin_paged_replace(&self) -> bool {
+        let known_empty = self.known_objects.as_ref().is_none_or(|k| k.is_empty());
+        self.core
+            .begin_paged(|log: &Log<K>| known_empty && log.is_empty())
+    }
+
+    /// Queues the page's objects as `Replaced` deltas (in atomic mode too: the consumer's
+    /// store is still empty, or the finish tombstones what a failed earlier list left).
+    fn replace_page(&self, objs: Vec<Arc<K>>) -> Result<(), CacheError> {
+        let entries = self.replaced(objs)?;
+        let mut guard = self.core.lock_open()?;
+        let s = &mut *guard;
+        let paged = s.paged.as_mut().ok_or(CacheError::NoPagedReplace)?;
+        for (key, _) in &entries {
+            if let Some(key) = key {
+                paged.saw(key);
+            }
+        }
+        s.initial_population_count += entries.len();
+        s.data.extend(entries);
+        drop(guard);
+        self.core.wake();
+        Ok(())
+    }
+
+    fn finish_paged_replace(&self, _resource_version: &str) -> Result<(), CacheError> {
+        let mut guard = self.core.lock_open()?;
+        let s = &mut *guard;
+        let paged = s.paged.take().ok_or(CacheError::NoPagedReplace)?;
+        if let Some(seen) = paged.seen {
+            let tombstones = self.tombstones(&s.data, |k| seen.contains(k));
+            s.data.extend(tombstones);
+        }
+        // Everything queued now belongs to the first population.
+        s.initial_population_count = s.data.len();
+        s.populated = true;
+        drop(guard);
         self.core.wake();
         Ok(())
     }

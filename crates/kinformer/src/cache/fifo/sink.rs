@@ -1,5 +1,6 @@
 //! The write side of a delta queue, as the reflector sees it.
 
+use std::pin::Pin;
 use std::sync::Arc;
 
 use kube_core::Resource;
@@ -21,6 +22,45 @@ pub trait ReflectorSink<K>: Send + Sync + 'static {
     /// A full list at `resource_version` replaces everything: objects missing from `objs` are
     /// deleted (as tombstones when their final state is unknown).
     fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), CacheError>;
+    /// Begins (or begins again) a replace whose list arrives page by page through
+    /// [`replace_page`](Self::replace_page) and ends with
+    /// [`finish_paged_replace`](Self::finish_paged_replace); `false` if this sink wants the
+    /// whole list in one [`replace`](Self::replace) instead (the default).
+    ///
+    /// The delta queues take the *initial* list page by page (until their first replace
+    /// completes): nothing has been delivered yet, so handing each page on as it arrives
+    /// delivers the same deltas, sooner, and holds a few pages instead of the whole list.
+    /// Relists stay atomic. If a paged list fails midway, the pages handed over stay queued;
+    /// the next list's `finish_paged_replace` deletes whatever it did not list again.
+    fn begin_paged_replace(&self) -> bool {
+        false
+    }
+    /// One page of a paged replace: queues its objects as the replace would.
+    ///
+    /// # Errors
+    /// [`CacheError::NoPagedReplace`] if no paged replace was begun (the default).
+    fn replace_page(&self, objs: Vec<Arc<K>>) -> Result<(), CacheError> {
+        drop(objs);
+        Err(CacheError::NoPagedReplace)
+    }
+    /// Resolves once fewer than `limit` objects of the paged replace wait to be consumed (at
+    /// once by default), so that the reflector fetches and decodes the next page only when
+    /// the consumer is nearly done with the previous ones. The informer's sink waits on its
+    /// queue ([`DeltaQueue::room_for`](crate::cache::fifo::DeltaQueue::room_for)); a bare
+    /// queue does not wait, since nothing may be popping it yet.
+    fn room_for_page(&self, limit: usize) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        let _ = limit;
+        Box::pin(std::future::ready(()))
+    }
+    /// Ends a paged replace at `resource_version`: objects queued or known but in none of its
+    /// pages are deleted (as tombstones), and the first population is complete.
+    ///
+    /// # Errors
+    /// [`CacheError::NoPagedReplace`] if no paged replace was begun (the default).
+    fn finish_paged_replace(&self, resource_version: &str) -> Result<(), CacheError> {
+        let _ = resource_version;
+        Err(CacheError::NoPagedReplace)
+    }
     /// Periodic resync: re-deliver every known object as a sync.
     fn resync(&self) -> Result<(), CacheError>;
     /// A bookmark advanced the resource version without a change. Queues that deliver

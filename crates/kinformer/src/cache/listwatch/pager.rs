@@ -6,10 +6,16 @@
 //!   rejects them together with `continue`).
 //! - If a continue token expires (410 `Expired` on page 2 or later), the pager makes one full,
 //!   unpaginated list at the originally requested version instead.
+//! - [`ListPager::list`] joins the pages; [`ListPager::pages`] hands them over one at a time,
+//!   fetching the next only when asked (the reflector's paged initial list).
+
+use std::fmt;
 
 use tracing::debug;
 
-use crate::cache::listwatch::{ListOptions, ListWatchError, ListerWatcher, ObjectList};
+use crate::cache::listwatch::{
+    ListOptions, ListWatchError, ListerWatcher, ObjectList, ResourceVersionMatch,
+};
 
 /// The page size client-go's pager uses.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
@@ -78,7 +84,8 @@ impl ListPager {
         self.page_size
     }
 
-    /// Lists everything matching `options`. A `limit` in `options` overrides the page size.
+    /// Lists everything matching `options`, joined. A `limit` in `options` overrides the page
+    /// size.
     ///
     /// # Errors
     /// The first failing page's error (after the expired-continue fallback, if it applies).
@@ -88,75 +95,181 @@ impl ListPager {
     pub async fn list<K, L: ListerWatcher<K>>(
         &self,
         lw: &L,
-        mut options: ListOptions,
+        options: ListOptions,
     ) -> Result<PagedList<K>, ListWatchError> {
-        if options.limit.unwrap_or(0) == 0 {
-            options.limit = (self.page_size > 0).then_some(self.page_size);
-        }
-        let requested_rv = options.resource_version.clone();
-        let requested_match = options.resource_version_match;
-        let mut joined: Option<ObjectList<K>> = None;
-        let mut paginated = false;
-        loop {
-            let page = match lw.list(&options).await {
-                Ok(page) => page,
-                Err(err) => {
-                    let on_continue_page = options.continue_token.is_some();
-                    if !(self.full_list_if_expired
-                        && on_continue_page
-                        && (err.is_expired() || err.is_gone()))
-                    {
-                        return Err(err);
+        let mut pages = self.pages(lw, options);
+        let mut joined = ObjectList::default();
+        let mut first = true;
+        while let Some(page) = pages.next().await? {
+            match page {
+                Page::Items(mut page) => {
+                    if std::mem::take(&mut first) {
+                        joined.resource_version = std::mem::take(&mut page.resource_version);
                     }
-                    debug!(error = %err, "continue token expired; falling back to a full list");
-                    options.limit = None;
-                    options.continue_token = None;
-                    options.resource_version = requested_rv;
-                    options.resource_version_match = requested_match;
-                    let mut full = lw.list(&options).await?;
-                    full.continue_token = None;
-                    if let Some(j) = joined {
-                        let mut undecodable = j.undecodable;
-                        undecodable.append(&mut full.undecodable);
-                        full.undecodable = undecodable;
-                    }
-                    return Ok(PagedList {
-                        list: full,
-                        paginated,
-                    });
+                    joined.items.append(&mut page.items);
+                    joined.undecodable.append(&mut page.undecodable);
+                    joined.remaining_item_count = page.remaining_item_count;
                 }
-            };
-            let next = page.continue_token.clone().filter(|t| !t.is_empty());
-            joined = Some(match joined.take() {
-                None => page,
-                Some(mut j) => {
-                    let ObjectList {
-                        mut items,
-                        mut undecodable,
-                        remaining_item_count,
-                        ..
-                    } = page;
-                    j.items.append(&mut items);
-                    j.undecodable.append(&mut undecodable);
-                    j.remaining_item_count = remaining_item_count;
-                    j
-                }
-            });
-            match next {
-                None => {
-                    let mut list = joined.unwrap_or_default();
-                    list.continue_token = None;
-                    return Ok(PagedList { list, paginated });
-                }
-                Some(token) => {
-                    options.continue_token = Some(token);
-                    options.resource_version = None;
-                    options.resource_version_match = None;
-                    paginated = true;
+                // The full list replaces the pages; their undecodable items stay reported.
+                Page::Restart => {
+                    joined.items.clear();
+                    first = true;
                 }
             }
         }
+        joined.continue_token = None;
+        Ok(PagedList {
+            list: joined,
+            paginated: pages.paginated,
+        })
     }
+
+    /// The pages of everything matching `options`, one [`Pages::next`] at a time: a page is
+    /// fetched only when asked for, so the caller can hold the list back. A `limit` in
+    /// `options` overrides the page size.
+    pub fn pages<'a, K, L: ListerWatcher<K>>(
+        &self,
+        lw: &'a L,
+        mut options: ListOptions,
+    ) -> Pages<'a, K, L> {
+        if options.limit.unwrap_or(0) == 0 {
+            options.limit = (self.page_size > 0).then_some(self.page_size);
+        }
+        Pages {
+            lw,
+            full_list_if_expired: self.full_list_if_expired,
+            requested_rv: options.resource_version.clone(),
+            requested_match: options.resource_version_match,
+            options,
+            resource_version: None,
+            paginated: false,
+            next: Next::Page,
+        }
+    }
+}
+
+/// The pages of one list, fetched as they are asked for (see [`ListPager::pages`]).
+pub struct Pages<'a, K, L> {
+    lw: &'a L,
+    full_list_if_expired: bool,
+    options: ListOptions,
+    requested_rv: Option<String>,
+    requested_match: Option<ResourceVersionMatch>,
+    /// The list's version: the first page's (the full list's after a restart).
+    resource_version: Option<String>,
+    paginated: bool,
+    next: Next<K>,
+}
+
+impl<K, L> fmt::Debug for Pages<'_, K, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pages")
+            .field("options", &self.options)
+            .field("resource_version", &self.resource_version)
+            .field("paginated", &self.paginated)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`Pages::next`] does next.
+enum Next<K> {
+    /// Fetch the page `options` describes.
+    Page,
+    /// Hand over the full list fetched after an expired continue token.
+    Full(ObjectList<K>),
+    /// Nothing: the list is complete.
+    Done,
+}
+
+impl<K, L: ListerWatcher<K>> Pages<'_, K, L> {
+    /// The next page, `None` once the list is complete (then [`listed`](Self::listed) says
+    /// how it ended).
+    ///
+    /// When an expired continue token (410 on page 2 or later) makes the pager fall back to
+    /// one full list, this returns [`Page::Restart`] first: the pages so far belong to an
+    /// older snapshot than what follows.
+    ///
+    /// # Errors
+    /// The page's error (after the expired-continue fallback, if it applies); the list is
+    /// over then.
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the page being fetched; call again to fetch it again.
+    pub async fn next(&mut self) -> Result<Option<Page<K>>, ListWatchError> {
+        match std::mem::replace(&mut self.next, Next::Done) {
+            Next::Done => return Ok(None),
+            Next::Full(full) => return Ok(Some(Page::Items(full))),
+            Next::Page => {}
+        }
+        let page = match self.lw.list(&self.options).await {
+            Ok(page) => page,
+            Err(err) => {
+                let on_continue_page = self.options.continue_token.is_some();
+                if !(self.full_list_if_expired
+                    && on_continue_page
+                    && (err.is_expired() || err.is_gone()))
+                {
+                    return Err(err);
+                }
+                debug!(error = %err, "continue token expired; falling back to a full list");
+                let o = &mut self.options;
+                o.limit = None;
+                o.continue_token = None;
+                o.resource_version = self.requested_rv.clone();
+                o.resource_version_match = self.requested_match;
+                let mut full = match self.lw.list(o).await {
+                    Ok(full) => full,
+                    Err(e) => return Err(e),
+                };
+                full.continue_token = None;
+                self.resource_version = Some(full.resource_version.clone());
+                self.next = Next::Full(full);
+                return Ok(Some(Page::Restart));
+            }
+        };
+        if self.resource_version.is_none() {
+            self.resource_version = Some(page.resource_version.clone());
+        }
+        if let Some(token) = page.continue_token.clone().filter(|t| !t.is_empty()) {
+            let o = &mut self.options;
+            o.continue_token = Some(token);
+            o.resource_version = None;
+            o.resource_version_match = None;
+            self.paginated = true;
+            self.next = Next::Page;
+        }
+        Ok(Some(Page::Items(page)))
+    }
+
+    /// How the list ended, once [`next`](Self::next) returned `None`.
+    pub fn listed(&self) -> Option<Listed> {
+        match self.next {
+            Next::Done => Some(Listed {
+                resource_version: self.resource_version.clone().unwrap_or_default(),
+                paginated: self.paginated,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// What [`Pages::next`] hands over.
+#[derive(Debug)]
+pub enum Page<K> {
+    /// The next page. Its `continue_token` is the server's; its `resource_version` is the
+    /// server's for this page (the list's version is the first page's, see [`Listed`]).
+    Items(ObjectList<K>),
+    /// The pages so far are superseded: a full list follows (an expired continue token).
+    Restart,
+}
+
+/// How a completed list ended ([`Pages::listed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The list's resource version: the first page's (the full list's after a restart).
+    pub resource_version: String,
+    /// True if the server split the result into pages.
+    pub paginated: bool,
 }
 
 #[cfg(test)]

@@ -15,4 +15,8 @@ pub enum CacheError {
     /// The queue was closed; no more deltas are accepted or handed out.
     #[error("queue closed")]
     Closed,
+    /// A page of a paged replace arrived, but no paged replace was begun (see
+    /// [`ReflectorSink::begin_paged_replace`](crate::cache::fifo::ReflectorSink::begin_paged_replace)).
+    #[error("no paged replace in progress")]
+    NoPagedReplace,
 }

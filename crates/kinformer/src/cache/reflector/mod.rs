@@ -6,6 +6,12 @@
 //!   advances.
 //! - **Paging**: pages of 500 by default, unpaginated at a specific version unless the server
 //!   paged an earlier `"0"` list; an explicit page size wins.
+//! - **The initial list goes through page by page** when the sink takes it that way
+//!   ([`ReflectorSink::begin_paged_replace`]; the delta queues do until their first replace
+//!   completes): each page is queued as it arrives, and in an informer the next page is
+//!   fetched only once fewer than two pages wait in the queue, so decoding overlaps the
+//!   store's work and at most a few pages are held decoded instead of the whole list.
+//!   Relists stay atomic (one `replace`).
 //! - **Watches** ask for bookmarks and a `timeoutSeconds` uniform in `[min, 2·min)` (min 5 min).
 //!   A clean close re-watches without a relist; a watch closed within 1 s without events, an
 //!   `ERROR` event or a stream error relists after a backoff; 429 and connection refused back
@@ -61,8 +67,8 @@ use crate::cache::listwatch::{
     Gate, ListOptions, ListWatchError, ListerWatcher, Selectors, WatchEvent, WatchListProbe,
     WatchListSupport, WatchOptions, WatchStream,
 };
-use crate::cache::listwatch::{ListPager, PagedList};
-use crate::cache::meta::{ObjectKey, meta_namespace_key};
+use crate::cache::listwatch::{ListPager, Page, PagedList};
+use crate::cache::meta::{CacheError, ObjectKey, meta_namespace_key};
 use crate::wait::{BackoffManager, ExponentialBackoffManager};
 use retry::RetryWithDeadline;
 
@@ -502,6 +508,9 @@ where
     async fn list(&self, options: ListOptions, cancel: &CancellationToken) -> Option<Input> {
         let pager = ListPager::new(options.limit.unwrap_or(0));
         debug!(reflector = %self.name, ?options, "listing");
+        if self.sink.begin_paged_replace() {
+            return self.list_paged(pager, options, cancel).await;
+        }
         let result = tokio::select! {
             biased;
             () = cancel.cancelled() => return None,
@@ -538,6 +547,82 @@ where
         Some(Input::ListSucceeded {
             resource_version: list.resource_version,
             paginated,
+        })
+    }
+
+    /// A list handed to the sink page by page (see
+    /// [`ReflectorSink::begin_paged_replace`]): each page's objects are queued as it arrives.
+    async fn list_paged(
+        &self,
+        pager: ListPager,
+        options: ListOptions,
+        cancel: &CancellationToken,
+    ) -> Option<Input> {
+        // At most two pages' objects wait in the queue: decoding runs ahead of the consumer
+        // by a page or two, not by the whole list.
+        let backlog = 2 * (pager.page_size().max(1) as usize);
+        let sink_failed = |source| {
+            self.report(ReflectorError::Sink {
+                operation: "replace",
+                source,
+            });
+            Some(Input::ListFailed(ErrorClass::Other { retry_after: None }))
+        };
+        let mut pages = pager.pages(&self.lw, options);
+        let mut count = 0usize;
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                r = pages.next() => r,
+            };
+            let list = match next {
+                Ok(Some(Page::Items(list))) => list,
+                Ok(Some(Page::Restart)) => {
+                    // The pages so far are an older snapshot: the finish must judge by the
+                    // full list alone.
+                    count = 0;
+                    self.sink.begin_paged_replace();
+                    continue;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let class = ErrorClass::of(&e);
+                    self.report(ReflectorError::List(e));
+                    return Some(Input::ListFailed(class));
+                }
+            };
+            for d in list.undecodable {
+                self.report(ReflectorError::Undecodable(d));
+            }
+            let mut items = list.items;
+            items.retain(|o| self.is_named(o, "LIST"));
+            count += items.len();
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                () = self.sink.room_for_page(backlog) => {}
+            }
+            if let Err(source) = self.sink.replace_page(items) {
+                return sink_failed(source);
+            }
+        }
+        let Some(listed) = pages.listed() else {
+            return sink_failed(CacheError::NoPagedReplace);
+        };
+        if let Err(source) = self.sink.finish_paged_replace(&listed.resource_version) {
+            return sink_failed(source);
+        }
+        info!(
+            reflector = %self.name,
+            count,
+            resource_version = %listed.resource_version,
+            paginated = listed.paginated,
+            "listed (page by page)"
+        );
+        Some(Input::ListSucceeded {
+            resource_version: listed.resource_version,
+            paginated: listed.paginated,
         })
     }
 
