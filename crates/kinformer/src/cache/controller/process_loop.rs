@@ -94,12 +94,15 @@ impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
         } = self;
         let mut process = |popped: Popped<K>| {
             let _blocked = block_deltas.lock();
+            // The batch's notifications reach each listener together: one wake-up per batch.
+            let mut notifications = Vec::with_capacity(popped.deltas.len());
             let res = process_deltas(
                 &indexer,
                 popped.deltas,
                 popped.is_in_initial_list,
-                &mut |n| processor.distribute(n),
+                &mut |n| notifications.push(n),
             );
+            processor.distribute_all(notifications);
             if let Err(e) = res {
                 tracing::warn!(error = %e, "informer: a delta could not be applied; skipped");
             }

@@ -206,11 +206,35 @@ impl<K> ProcessorListener<K> {
     /// listener is closed. An initial add (`is_in_initial_list`) is counted as pending for
     /// `has_synced` until the handler returns from it.
     pub fn add(&self, notification: Notification<K>) {
+        self.add_all(std::iter::once(notification));
+    }
+
+    /// Buffers `notifications` in order, as [`add`](Self::add) would one by one, under one
+    /// lock and with one wake-up of the handler's task.
+    pub fn add_all(&self, notifications: impl IntoIterator<Item = Notification<K>>) {
         {
             let mut buf = self.buffer.lock();
             if buf.closed {
                 return;
             }
+            let mut added = false;
+            for notification in notifications {
+                added = true;
+                self.push(&mut buf, notification);
+            }
+            if !added {
+                return;
+            }
+            self.shared
+                .pending
+                .store(buf.queue.len(), Ordering::Relaxed);
+        }
+        self.wake.notify_one();
+    }
+
+    /// Appends one notification to the open buffer.
+    fn push(&self, buf: &mut Buffer<K>, notification: Notification<K>) {
+        {
             if matches!(
                 notification,
                 Notification::Add {
@@ -229,11 +253,7 @@ impl<K> ProcessorListener<K> {
                     .store(buf.queue.capacity(), Ordering::Relaxed);
             }
             buf.queue.push_back(notification);
-            self.shared
-                .pending
-                .store(buf.queue.len(), Ordering::Relaxed);
         }
-        self.wake.notify_one();
     }
 
     /// Closes the listener: buffered notifications are dropped, later adds ignored, and the

@@ -196,32 +196,42 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
 
     /// Hands `notification` to the listeners; an update with equal old and new
     /// resourceVersions is a sync (see [`is_sync`]) and goes only to the listeners due for a
-    /// resync.
+    /// resync. Never blocks on a handler.
+    #[cfg(test)]
     pub fn distribute(&self, notification: Notification<K>)
     where
         K: Resource,
     {
-        let sync = is_sync(&notification);
-        self.distribute_with_sync(notification, sync);
+        self.distribute_all(vec![notification]);
     }
 
-    /// Hands `notification` to every listener, or only to the listeners due for a resync if
-    /// `sync` is true. Never blocks on a handler.
-    pub fn distribute_with_sync(&self, notification: Notification<K>, sync: bool) {
-        let st = self.state.read();
-        let mut targets = st
-            .listeners
-            .iter()
-            .filter(|l| !sync || l.is_syncing())
-            .peekable();
-        while let Some(listener) = targets.next() {
-            if targets.peek().is_none() {
-                // The last one takes the original: one clone fewer per notification.
-                listener.add(notification);
-                break;
-            }
-            listener.add(notification.clone());
+    /// Hands `notifications` (in order) to every listener, as [`distribute`](Self::distribute)
+    /// would one by one, with one buffer lock and one wake-up per listener: the process loop
+    /// hands over each popped batch this way. Sync notifications go only to the listeners
+    /// due for a resync.
+    pub fn distribute_all(&self, notifications: Vec<Notification<K>>)
+    where
+        K: Resource,
+    {
+        if notifications.is_empty() {
+            return;
         }
+        let st = self.state.read();
+        let Some((last, rest)) = st.listeners.split_last() else {
+            return;
+        };
+        for listener in rest {
+            let syncing = listener.is_syncing();
+            listener.add_all(
+                notifications
+                    .iter()
+                    .filter(|n| syncing || !is_sync(n))
+                    .cloned(),
+            );
+        }
+        // The last one takes the originals: one clone fewer per notification.
+        let syncing = last.is_syncing();
+        last.add_all(notifications.into_iter().filter(|n| syncing || !is_sync(n)));
     }
 
     /// Marks which listeners are due for a resync at `now` (client-go's `shouldResync`): due
