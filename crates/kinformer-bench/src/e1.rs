@@ -1,7 +1,8 @@
 //! The `informer` bench group: W6 (in process, see `informer`), and over HTTP against
 //! the embedded API server running in its own process: E1 (kinformer's shared informer, typed,
 //! JSON), E1P (the same over protobuf), E1PC (E1P with compact storage), E1C (kinformer's lean
-//! informer: `Lazy<Pod>` in compact storage, JSON), E1-kube-runtime (kube-runtime's `watcher` +
+//! informer: `Lazy<Pod>` in compact storage, JSON), E1CP (the lean informer over protobuf,
+//! keeping the protobuf bytes), E1-kube-runtime (kube-runtime's `watcher` +
 //! `reflector` on the same work), L0 (decoding the served list with serde_json), L0-fast (the
 //! same with sonic-rs, the decoder of kinformer's `fast-json` feature), L0P (decoding it from
 //! protobuf), F0 (fetching every page of the list without decoding: the floor over
@@ -67,6 +68,7 @@ pub(crate) const GROUP: Group = Group {
         "E1P",
         "E1PC",
         "E1C",
+        "E1CP",
         "E1-kube-runtime",
         "L0",
         "L0-fast",
@@ -90,9 +92,10 @@ fn run(workload: &str) -> Result<Metrics, BenchError> {
         "E1" => block_on("E1", e1(Peer::typed(Wire::Json, false), false)),
         "E1P" => block_on("E1P", e1(Peer::typed(Wire::Protobuf, false), false)),
         "E1PC" => block_on("E1PC", e1(Peer::typed(Wire::Protobuf, true), false)),
-        "E1C" => block_on("E1C", e1(Peer::KinformerLean, false)),
+        "E1C" => block_on("E1C", e1(Peer::KinformerLean(Wire::Json), false)),
+        "E1CP" => block_on("E1CP", e1(Peer::KinformerLean(Wire::Protobuf), false)),
         "E1-kube-runtime" => block_on("E1-kube-runtime", e1(Peer::KubeRuntime, false)),
-        "E1R" => block_on("E1R", e1(Peer::KinformerLean, true)),
+        "E1R" => block_on("E1R", e1(Peer::KinformerLean(Wire::Json), true)),
         "E1R-kube-runtime" => block_on("E1R-kube-runtime", e1(Peer::KubeRuntime, true)),
         "L0" => block_on("L0", l0(JsonDecoder::SerdeJson)),
         "L0-fast" => block_on("L0-fast", l0(JsonDecoder::SonicRs)),
@@ -125,8 +128,9 @@ enum Peer {
         /// Compact storage instead of typed.
         compact: bool,
     },
-    /// The lean informer: `SharedIndexInformer<Lazy<Pod>>` in compact storage, JSON on the wire.
-    KinformerLean,
+    /// The lean informer: `SharedIndexInformer<Lazy<Pod>>` in compact storage, with this wire
+    /// format.
+    KinformerLean(Wire),
     KubeRuntime,
 }
 
@@ -465,10 +469,10 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
             };
             start_kinformer(api, wire, storage, &progress, &cancel, started).await?
         }
-        Peer::KinformerLean => {
+        Peer::KinformerLean(wire) => {
             let api = Api::<Lazy<Pod>>::all(client);
             let storage = Storage::compact(CompactOptions::default());
-            start_kinformer(api, Wire::Json, storage, &progress, &cancel, started).await?
+            start_kinformer(api, wire, storage, &progress, &cancel, started).await?
         }
         Peer::KubeRuntime => {
             use kube::runtime::{reflector, watcher};

@@ -1,6 +1,7 @@
 //! The lean path end to end over HTTP: a factory informer of `Lazy<Pod>` in compact storage
 //! against the embedded API server. Handlers that read only metadata cause no full decode;
-//! handlers that ask for the object share one decode per delivery; the cache equals the server.
+//! handlers that ask for the object share one decode per delivery; the cache equals the server;
+//! pods travel and stay as protobuf.
 //!
 //! One test per binary on purpose: it reads the process-wide decode counter.
 
@@ -58,7 +59,11 @@ async fn a_lazy_compact_informer_decodes_only_what_handlers_ask_for() {
     // Reads by key and by index decode metadata only.
     let ns3 = cache.by_index(NAMESPACE_INDEX, "ns-3").unwrap();
     assert_eq!(ns3.len(), 20);
-    assert!(cache.get_by_key("ns-7/pod-7").is_some());
+    let pod7 = cache.get_by_key("ns-7/pod-7").unwrap();
+    assert!(
+        pod7.is_protobuf(),
+        "built-in kinds arrive and stay as protobuf bytes"
+    );
     assert_eq!(
         lazy_full_decodes(),
         0,
@@ -108,6 +113,7 @@ async fn a_lazy_compact_informer_decodes_only_what_handlers_ask_for() {
     let touched = cache.get_by_key("ns-1/pod-1").unwrap();
     assert_eq!(touched.meta().labels.as_ref().unwrap()["touched"], "yes");
     assert!(!touched.is_decoded());
+    assert!(touched.is_protobuf(), "watch events too");
     assert!(pods.has_synced());
 
     cancel.cancel();

@@ -194,14 +194,14 @@ impl<K> KubeListerWatcher<K> {
         self
     }
 
-    /// True if requests ask for protobuf: [`Wire::Protobuf`], a built-in kind, full typed
-    /// objects (not metadata-only, not [`Lazy`](crate::cache::Lazy), whose body is JSON), and
-    /// the API group not known to answer JSON ([`ServerCapabilities::protobuf`]).
+    /// True if requests ask for protobuf: [`Wire::Protobuf`], a built-in kind, full objects
+    /// (typed, or [`Lazy`](crate::cache::Lazy), which keeps the protobuf bytes; not
+    /// metadata-only), and the API group not known to answer JSON
+    /// ([`ServerCapabilities::protobuf`]).
     pub fn asks_for_protobuf(&self) -> bool {
         cfg!(feature = "protobuf")
             && self.wire == Wire::Protobuf
             && !self.metadata
-            && !crate::cache::meta::is_lazy::<K>()
             && wire::is_builtin_url(&self.request.url_path)
             && self.capabilities.protobuf(&self.request.url_path)
     }

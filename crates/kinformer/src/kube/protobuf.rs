@@ -35,24 +35,62 @@ pub(crate) fn decode_list<K: DeserializeOwned>(
         ..ObjectList::default()
     };
     out.items.reserve(list.len());
+    let lazy = crate::cache::meta::is_lazy::<K>();
+    // A `Lazy` keeps each item as an enveloped object of the list's item kind.
+    let item_kind = list.kind().strip_suffix("List").unwrap_or(list.kind());
     for item in list.items() {
-        match item.decode::<K>() {
+        let decoded = if lazy {
+            let enveloped =
+                kinformer_protobuf::Envelope::encode(list.api_version(), item_kind, item.bytes());
+            K::deserialize(RawBytes(enveloped)).map_err(|e| e.to_string())
+        } else {
+            item.decode::<K>().map_err(|e| e.to_string())
+        };
+        match decoded {
             Ok(o) => out.items.push(Arc::new(o)),
-            Err(e) => out.undecodable.push(DecodeError {
+            Err(message) => out.undecodable.push(DecodeError {
                 name: item.name().map(str::to_owned),
-                message: e.to_string(),
+                message,
             }),
         }
     }
     Ok(out)
 }
 
+/// An object's enveloped protobuf bytes handed to a `Deserialize` impl as a binary format
+/// hands over bytes: [`Lazy`](crate::cache::Lazy) keeps them as its body and decodes only its
+/// metadata.
+struct RawBytes(Vec<u8>);
+
+impl<'de> serde::Deserializer<'de> for RawBytes {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        v.visit_byte_buf(self.0)
+    }
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
+        identifier ignored_any
+    }
+}
+
 fn decode_object<K: DeserializeOwned>(object: &[u8]) -> Result<K, DecodeError> {
-    kinformer_protobuf::from_slice::<K>(object).map_err(|e| DecodeError {
+    let decoded = if crate::cache::meta::is_lazy::<K>() {
+        K::deserialize(RawBytes(object.to_vec())).map_err(|e| e.to_string())
+    } else {
+        kinformer_protobuf::from_slice::<K>(object).map_err(|e| e.to_string())
+    };
+    decoded.map_err(|message| DecodeError {
         name: kinformer_protobuf::Envelope::parse(object)
             .ok()
             .and_then(|env| object_name(env.raw)),
-        message: e.to_string(),
+        message,
     })
 }
 
@@ -189,6 +227,41 @@ mod tests {
         assert_eq!(out.undecodable.len(), 1);
         assert_eq!(out.undecodable[0].name.as_deref(), Some("bad"));
         assert!(decode_list::<ConfigMap>(b"{}").unwrap_err().is_decode());
+    }
+
+    #[test]
+    fn lazy_objects_keep_each_item_and_event_object_as_protobuf() {
+        use crate::cache::Lazy;
+        use kube_core::Resource;
+        let items = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}, "data": {"k": "v"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "n"}}),
+        ];
+        let meta = kinformer_protobuf::ListMeta {
+            resource_version: Some("4".into()),
+            ..Default::default()
+        };
+        let mut list = kinformer_protobuf::ListBuilder::new("v1", "ConfigMapList", &meta).unwrap();
+        for i in &items {
+            list.push(i).unwrap();
+        }
+        let out = decode_list::<Lazy<ConfigMap>>(&list.finish()).unwrap();
+        assert_eq!(out.items.len(), 2);
+        assert!(out.items.iter().all(|o| o.is_protobuf() && !o.is_decoded()));
+        assert_eq!(out.items[1].meta().name.as_deref(), Some("b"));
+        let a = out.items[0].object().unwrap();
+        assert_eq!(a.data.as_ref().unwrap()["k"], "v");
+
+        // A frame without its 4-byte length, as the frame reader hands it over.
+        let event = decode_event::<Lazy<ConfigMap>>(&frame("MODIFIED", &items[0])[4..]).unwrap();
+        let WatchEvent::Modified(o) = event else {
+            panic!("{event:?}")
+        };
+        assert!(o.is_protobuf());
+        assert_eq!(o.meta().namespace.as_deref(), Some("n"));
+        // A broken object in an event is a decode error naming nothing it cannot read.
+        let bad = PbEvent::encode_frame("ADDED", b"k8s\0\x01\x02");
+        assert!(decode_event::<Lazy<ConfigMap>>(&bad[4..]).is_err());
     }
 
     #[tokio::test]

@@ -1,10 +1,11 @@
-//! [`Lazy<K>`]: an object as it came off the wire — its metadata parsed, its body kept as JSON
-//! and decoded into `K` only when someone asks, at most once.
+//! [`Lazy<K>`]: an object as it came off the wire — its metadata parsed, its body kept as it
+//! arrived (JSON, or Kubernetes protobuf for built-in kinds) and decoded into `K` only when
+//! someone asks, at most once.
 //!
 //! An informer of `Lazy<K>` (e.g. `SharedIndexInformer<Lazy<Pod>>`) keys, indexes and
 //! delivers objects from the metadata alone; most controllers' handlers only read a key and
 //! some labels, so most objects are never fully decoded. With compact storage
-//! ([`Storage::compact`](crate::cache::Storage::compact)) the store keeps the JSON body as it
+//! ([`Storage::compact`](crate::cache::Storage::compact)) the store keeps the body as it
 //! arrived, compressed, and a read decodes only the metadata again.
 //!
 //! Properties:
@@ -47,8 +48,8 @@ pub fn full_decodes() -> u64 {
     FULL_DECODES.load(Ordering::Relaxed)
 }
 
-/// True if `T` is a `Lazy<_>`: its body is JSON, so a lister-watcher must ask for JSON even for
-/// built-in kinds (until protobuf bodies are kept as they arrive too).
+/// True if `T` is a `Lazy<_>`: a lister-watcher hands it the object's bytes as they arrived
+/// instead of decoding them.
 #[cfg(feature = "kube")]
 pub(crate) fn is_lazy<T: ?Sized>() -> bool {
     let unit = std::any::type_name::<Lazy<()>>();
@@ -56,11 +57,14 @@ pub(crate) fn is_lazy<T: ?Sized>() -> bool {
     std::any::type_name::<T>().starts_with(prefix)
 }
 
-/// An object whose metadata is parsed and whose body stays JSON until it is read.
+/// An object whose metadata is parsed and whose body stays as it arrived (JSON, or an
+/// enveloped Kubernetes protobuf object) until it is read.
 ///
 /// Implements [`Resource`] with `K`'s kind, group, version and scope, so it goes wherever
-/// `K` goes: a [`KubeListerWatcher`](crate::kube::KubeListerWatcher), an informer, index
-/// functions (which see the metadata), listers. (De)serializes as the JSON body itself.
+/// `K` goes: a [`KubeListerWatcher`](crate::kube::KubeListerWatcher) (which asks for protobuf
+/// for built-in kinds and keeps the protobuf bytes), an informer, index functions (which see
+/// the metadata), listers. Serializes as the JSON body in JSON, as the body's bytes as they
+/// arrived in binary formats (which is how compact storage keeps it).
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::Pod;
@@ -82,12 +86,32 @@ pub(crate) fn is_lazy<T: ?Sized>() -> bool {
 /// ```
 pub struct Lazy<K> {
     meta: ObjectMeta,
-    /// The JSON body; valid JSON (checked by the metadata parse, which scans it all).
-    raw: Box<str>,
+    /// The body as it arrived.
+    body: Body,
     /// Set by `meta_mut`: `meta` may differ from the metadata in `raw`.
     meta_changed: bool,
     decoded: OnceLock<Result<Arc<K>, DecodeError>>,
     _k: PhantomData<fn() -> K>,
+}
+
+/// A body as it arrived.
+#[derive(Clone)]
+enum Body {
+    /// Valid JSON (checked by the metadata parse, which scans it all).
+    Json(Box<str>),
+    /// An enveloped protobuf object (`k8s\0` + `runtime.Unknown`), whose metadata decoded.
+    #[cfg(feature = "protobuf")]
+    Protobuf(Box<[u8]>),
+}
+
+impl Body {
+    fn len(&self) -> usize {
+        match self {
+            Body::Json(j) => j.len(),
+            #[cfg(feature = "protobuf")]
+            Body::Protobuf(p) => p.len(),
+        }
+    }
 }
 
 impl<K> Lazy<K> {
@@ -102,24 +126,93 @@ impl<K> Lazy<K> {
     /// Parses the metadata of `raw`; the parse reads (and so validates) the whole body.
     fn from_body(raw: Box<str>) -> Result<Self, serde_json::Error> {
         let envelope: Envelope = meta::from_json(&raw)?;
-        Ok(Lazy {
+        Ok(Self::with(envelope, Body::Json(raw)))
+    }
+
+    /// Decodes the metadata of an enveloped Kubernetes protobuf object (`k8s\0` +
+    /// `runtime.Unknown`, as a server sends one object, e.g. in a watch event) and keeps the
+    /// bytes as they are.
+    ///
+    /// # Errors
+    /// The bytes are not an enveloped object of a built-in kind, or its metadata is malformed.
+    #[cfg(feature = "protobuf")]
+    pub fn from_protobuf(bytes: impl Into<Vec<u8>>) -> Result<Self, kinformer_protobuf::Error> {
+        let bytes = bytes.into().into_boxed_slice();
+        let envelope: Envelope = kinformer_protobuf::from_slice(&bytes)?;
+        Ok(Self::with(envelope, Body::Protobuf(bytes)))
+    }
+
+    fn with(envelope: Envelope, body: Body) -> Self {
+        Lazy {
             meta: envelope.metadata.into(),
-            raw,
+            body,
             meta_changed: false,
             decoded: OnceLock::new(),
             _k: PhantomData,
-        })
+        }
     }
 
-    /// The JSON body, with edits made through `meta_mut` written in.
+    /// A body's bytes as a binary format stores them: JSON text, or an enveloped protobuf
+    /// object (told apart by its `k8s\0` prefix).
+    fn from_bytes(bytes: Vec<u8>) -> Result<Self, String> {
+        #[cfg(feature = "protobuf")]
+        if bytes.starts_with(&kinformer_protobuf::MAGIC) {
+            return Self::from_protobuf(bytes).map_err(|e| e.to_string());
+        }
+        if bytes.starts_with(b"k8s\0") {
+            return Err("a protobuf body, but the protobuf feature is off".into());
+        }
+        let json = String::from_utf8(bytes).map_err(|e| e.to_string())?;
+        Self::from_body(json.into_boxed_str()).map_err(|e| e.to_string())
+    }
+
+    /// True if the body is Kubernetes protobuf (and no metadata edit has been made since).
+    pub fn is_protobuf(&self) -> bool {
+        #[cfg(feature = "protobuf")]
+        if let Body::Protobuf(_) = self.body {
+            return !self.meta_changed;
+        }
+        false
+    }
+
+    /// The body as a JSON object.
+    fn json_object(&self) -> Result<serde_json::Map<String, serde_json::Value>, serde_json::Error> {
+        match &self.body {
+            Body::Json(raw) => serde_json::from_str(raw),
+            #[cfg(feature = "protobuf")]
+            Body::Protobuf(bytes) => kinformer_protobuf::from_slice(bytes)
+                .map_err(<serde_json::Error as serde::de::Error>::custom),
+        }
+    }
+
+    /// The bytes a binary format stores: the body as it arrived, or the JSON with the
+    /// metadata edits.
+    fn stored_bytes(&self) -> Result<Cow<'_, [u8]>, serde_json::Error> {
+        match &self.body {
+            #[cfg(feature = "protobuf")]
+            Body::Protobuf(bytes) if !self.meta_changed => Ok(Cow::Borrowed(bytes)),
+            _ => Ok(match self.json()? {
+                Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
+                Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+            }),
+        }
+    }
+
+    /// The body as JSON, with edits made through `meta_mut` written in (a protobuf body is
+    /// converted).
     ///
     /// # Errors
-    /// Only after a `meta_mut`: the stored body is not a JSON object.
+    /// After a `meta_mut`, the stored body is not a JSON object; a protobuf body does not
+    /// convert.
     pub fn json(&self) -> Result<Cow<'_, str>, serde_json::Error> {
         if !self.meta_changed {
-            return Ok(Cow::Borrowed(&self.raw));
+            return match &self.body {
+                Body::Json(raw) => Ok(Cow::Borrowed(raw)),
+                #[cfg(feature = "protobuf")]
+                Body::Protobuf(_) => serde_json::to_string(&self.json_object()?).map(Cow::Owned),
+            };
         }
-        let mut body: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&self.raw)?;
+        let mut body = self.json_object()?;
         let mut meta = match body.remove("metadata") {
             Some(serde_json::Value::Object(m)) => m,
             _ => serde_json::Map::new(),
@@ -143,9 +236,9 @@ impl<K> Lazy<K> {
         self.decoded.get().is_some()
     }
 
-    /// The size of the JSON body in bytes.
-    pub fn json_len(&self) -> usize {
-        self.raw.len()
+    /// The size of the body as it arrived, in bytes (JSON or protobuf).
+    pub fn body_len(&self) -> usize {
+        self.body.len()
     }
 }
 
@@ -163,6 +256,15 @@ impl<K: DeserializeOwned> Lazy<K> {
                     name: self.meta.name.clone(),
                     message: e.to_string(),
                 };
+                #[cfg(feature = "protobuf")]
+                if let (Body::Protobuf(bytes), false) = (&self.body, self.meta_changed) {
+                    return kinformer_protobuf::from_slice::<K>(bytes)
+                        .map(Arc::new)
+                        .map_err(|e| DecodeError {
+                            name: self.meta.name.clone(),
+                            message: e.to_string(),
+                        });
+                }
                 let body = self.json().map_err(decode_error)?;
                 meta::from_json::<K>(&body)
                     .map(Arc::new)
@@ -189,7 +291,7 @@ impl<K> Clone for Lazy<K> {
     fn clone(&self) -> Self {
         Lazy {
             meta: self.meta.clone(),
-            raw: self.raw.clone(),
+            body: self.body.clone(),
             meta_changed: self.meta_changed,
             decoded: self.decoded.clone(),
             _k: PhantomData,
@@ -198,8 +300,15 @@ impl<K> Clone for Lazy<K> {
 }
 
 impl<K> PartialEq for Lazy<K> {
-    /// Equal when the bodies (with metadata edits) are equal byte for byte.
+    /// Equal when the bodies (with metadata edits) are equal byte for byte, as JSON unless
+    /// both are protobuf.
     fn eq(&self, other: &Self) -> bool {
+        if self.is_protobuf() && other.is_protobuf() {
+            return matches!(
+                (self.stored_bytes(), other.stored_bytes()),
+                (Ok(a), Ok(b)) if a == b
+            );
+        }
         match (self.json(), other.json()) {
             (Ok(a), Ok(b)) => a == b,
             _ => false,
@@ -213,7 +322,8 @@ impl<K> fmt::Debug for Lazy<K> {
             .field("namespace", &self.meta.namespace)
             .field("name", &self.meta.name)
             .field("resource_version", &self.meta.resource_version)
-            .field("json_len", &self.raw.len())
+            .field("body_len", &self.body.len())
+            .field("protobuf", &self.is_protobuf())
             .field("decoded", &self.is_decoded())
             .finish()
     }
@@ -251,51 +361,51 @@ impl<K: Resource> Resource for Lazy<K> {
 }
 
 impl<K> Serialize for Lazy<K> {
-    /// The JSON body itself in human-readable formats (JSON), its bytes in binary ones
-    /// (e.g. MessagePack).
+    /// The JSON body itself in human-readable formats (JSON), the body's bytes as they
+    /// arrived in binary ones (e.g. MessagePack: JSON text or enveloped protobuf).
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let body = self.json().map_err(serde::ser::Error::custom)?;
         if s.is_human_readable() {
+            let body = self.json().map_err(serde::ser::Error::custom)?;
             // Valid JSON by construction; `RawValue` is how serde_json writes it verbatim.
             let raw: &RawValue = serde_json::from_str(&body).map_err(serde::ser::Error::custom)?;
             raw.serialize(s)
         } else {
-            s.serialize_bytes(body.as_bytes())
+            let bytes = self.stored_bytes().map_err(serde::ser::Error::custom)?;
+            s.serialize_bytes(&bytes)
         }
     }
 }
 
 impl<'de, K> Deserialize<'de> for Lazy<K> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw: Box<str> = if d.is_human_readable() {
-            Box::<RawValue>::deserialize(d)?.into()
-        } else {
-            d.deserialize_bytes(JsonBytes)?.into_boxed_str()
-        };
-        Self::from_body(raw).map_err(de::Error::custom)
+        if d.is_human_readable() {
+            let raw: Box<str> = Box::<RawValue>::deserialize(d)?.into();
+            return Self::from_body(raw).map_err(de::Error::custom);
+        }
+        Self::from_bytes(d.deserialize_bytes(BodyBytes)?).map_err(de::Error::custom)
     }
 }
 
-/// Reads a JSON body stored as bytes (or a string) by a binary format.
-struct JsonBytes;
+/// Reads a body stored as bytes (or a string) by a binary format.
+struct BodyBytes;
 
-impl Visitor<'_> for JsonBytes {
-    type Value = String;
+impl Visitor<'_> for BodyBytes {
+    type Value = Vec<u8>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the bytes of a JSON object")
+        f.write_str("the bytes of a JSON or enveloped protobuf object")
     }
-    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<String, E> {
-        String::from_utf8(v.to_vec()).map_err(E::custom)
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+        Ok(v.to_vec())
     }
-    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<String, E> {
-        String::from_utf8(v).map_err(E::custom)
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
-        Ok(v.to_owned())
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<String, E> {
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
         Ok(v)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Vec<u8>, E> {
+        Ok(v.as_bytes().to_vec())
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Vec<u8>, E> {
+        Ok(v.into_bytes())
     }
 }
 

@@ -147,3 +147,68 @@ fn lazy_types_are_recognised_for_the_wire_choice() {
     assert!(!super::is_lazy::<Pod>());
     assert!(!super::is_lazy::<Vec<Lazy<Pod>>>());
 }
+
+#[cfg(feature = "protobuf")]
+mod protobuf {
+    use super::*;
+
+    fn from_protobuf() -> (Lazy<Pod>, Vec<u8>) {
+        let value: serde_json::Value = serde_json::from_str(POD).unwrap();
+        let bytes = kinformer_protobuf::json_to_vec(&value).unwrap();
+        (Lazy::from_protobuf(bytes.clone()).unwrap(), bytes)
+    }
+
+    #[test]
+    fn a_protobuf_body_gives_the_same_metadata_and_object_as_its_json() {
+        let (pb, _) = from_protobuf();
+        let json: Lazy<Pod> = serde_json::from_str(POD).unwrap();
+        assert!(pb.is_protobuf() && !json.is_protobuf());
+        assert_eq!(pb.meta(), json.meta());
+        assert!(pb.meta().managed_fields.is_none());
+        assert!(!pb.is_decoded());
+        assert_eq!(pb.object().unwrap(), json.object().unwrap());
+        let as_json: serde_json::Value = serde_json::from_str(&pb.json().unwrap()).unwrap();
+        assert_eq!(
+            as_json,
+            serde_json::from_str::<serde_json::Value>(POD).unwrap()
+        );
+    }
+
+    #[test]
+    fn binary_formats_keep_the_protobuf_bytes() {
+        let (pb, bytes) = from_protobuf();
+        assert_eq!(pb.body_len(), bytes.len());
+        let stored = rmp_serde::to_vec_named(&pb).unwrap();
+        let back: Lazy<Pod> = rmp_serde::from_slice(&stored).unwrap();
+        assert!(back.is_protobuf());
+        assert_eq!(back, pb);
+        assert_eq!(back.meta().name.as_deref(), Some("web-0"));
+    }
+
+    #[test]
+    fn a_metadata_edit_of_a_protobuf_body_is_kept_as_json() {
+        let (mut pb, _) = from_protobuf();
+        pb.meta_mut()
+            .labels
+            .get_or_insert_default()
+            .insert("edited".into(), "yes".into());
+        assert!(!pb.is_protobuf());
+        let stored = rmp_serde::to_vec_named(&pb).unwrap();
+        let back: Lazy<Pod> = rmp_serde::from_slice(&stored).unwrap();
+        assert_eq!(back.meta().labels.as_ref().unwrap()["edited"], "yes");
+        let pod = back.object().unwrap();
+        assert_eq!(pod.metadata.labels.as_ref().unwrap()["edited"], "yes");
+        assert_eq!(
+            pod.spec.as_ref().unwrap().containers[0].image.as_deref(),
+            Some("nginx")
+        );
+    }
+
+    #[test]
+    fn bad_protobuf_bytes_are_errors() {
+        assert!(Lazy::<Pod>::from_protobuf(b"k8s\0garbage".to_vec()).is_err());
+        // MessagePack `bin 8` of a broken enveloped object.
+        let stored = [0xc4, 5, b'k', b'8', b's', 0, 1];
+        assert!(rmp_serde::from_slice::<Lazy<Pod>>(&stored).is_err());
+    }
+}
