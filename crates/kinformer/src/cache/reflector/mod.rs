@@ -570,12 +570,27 @@ where
         };
         let mut pages = pager.pages(&self.lw, options);
         let mut count = 0usize;
+        // The page decoded last, not yet handed over: it waits for room in the queue while
+        // the next page is fetched, so the server's work on a page overlaps ours on the last.
+        let mut held: Option<Vec<Arc<K>>> = None;
         loop {
-            let next = tokio::select! {
+            let hand_over = async {
+                match held.take() {
+                    Some(items) => {
+                        self.sink.room_for_page(backlog).await;
+                        self.sink.replace_page(items)
+                    }
+                    None => Ok(()),
+                }
+            };
+            let (next, handed) = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return None,
-                r = pages.next() => r,
+                r = async { tokio::join!(pages.next(), hand_over) } => r,
             };
+            if let Err(source) = handed {
+                return sink_failed(source);
+            }
             let list = match next {
                 Ok(Some(Page::Items(list))) => list,
                 Ok(Some(Page::Restart)) => {
@@ -598,6 +613,11 @@ where
             let mut items = list.items;
             items.retain(|o| self.is_named(o, "LIST"));
             count += items.len();
+            held = Some(items);
+        }
+        // The last page went over with the call that found the list complete; hand over
+        // whatever is still held all the same.
+        if let Some(items) = held.take() {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return None,
