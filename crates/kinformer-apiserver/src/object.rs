@@ -81,20 +81,9 @@ pub fn object_key(namespace: &str, name: &str) -> String {
 
 /// A random UUID v4 string.
 pub fn new_uid() -> String {
-    let b: [u8; 16] = rand::random();
-    let h = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
-    let v = format!("{:02x}", (b[6] & 0x0f) | 0x40);
-    let var = format!("{:02x}", (b[8] & 0x3f) | 0x80);
-    format!(
-        "{}-{}-{}{}-{}{}-{}",
-        h(0..4),
-        h(4..6),
-        v,
-        h(7..8),
-        var,
-        h(9..10),
-        h(10..16)
-    )
+    uuid::Builder::from_random_bytes(rand::random())
+        .into_uuid()
+        .to_string()
 }
 
 /// The current wall-clock time as RFC 3339 (seconds precision, UTC), as Kubernetes writes it.
@@ -106,26 +95,16 @@ pub fn now_rfc3339() -> String {
     rfc3339(secs)
 }
 
-/// Formats Unix seconds as RFC 3339 UTC.
+/// Formats Unix seconds as RFC 3339 UTC (seconds outside jiff's range, years beyond ±9999,
+/// clamp to its ends).
 pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (proleptic Gregorian calendar).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let clamped = secs.clamp(
+        jiff::Timestamp::MIN.as_second(),
+        jiff::Timestamp::MAX.as_second(),
+    );
+    jiff::Timestamp::from_second(clamped)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
 }
 
 #[cfg(test)]

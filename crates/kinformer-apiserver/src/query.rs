@@ -49,39 +49,25 @@ pub struct Query {
     pub dry_run: bool,
 }
 
-/// Decodes `%XX` escapes and `+` (as a space).
+/// Decodes `%XX` escapes and `+` (as a space); a `%` not followed by two hex digits is a
+/// 400, as is a result that is not UTF-8.
 pub fn percent_decode(s: &str) -> Result<String, ApiError> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hex = b
-                    .get(i + 1..i + 3)
-                    .and_then(|h| std::str::from_utf8(h).ok())
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(x) => out.push(x),
-                    None => {
-                        return Err(ApiError::bad_request(format!(
-                            "invalid percent-encoding in query: {s}"
-                        )));
-                    }
-                }
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
+    let malformed = s.split('%').skip(1).any(|rest| {
+        !rest
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    });
+    if malformed {
+        return Err(ApiError::bad_request(format!(
+            "invalid percent-encoding in query: {s}"
+        )));
     }
-    String::from_utf8(out).map_err(|_| ApiError::bad_request("query is not UTF-8"))
+    let spaced = s.replace('+', " ");
+    percent_encoding::percent_decode_str(&spaced)
+        .decode_utf8()
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|_| ApiError::bad_request("query is not UTF-8"))
 }
 
 fn parse_bool(k: &str, v: &str) -> Result<bool, ApiError> {

@@ -34,17 +34,9 @@ impl RealisticPods {
 
     fn uuid(&mut self) -> String {
         use rand::Rng;
-        let b: [u8; 16] = self.rng.random();
-        let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-        format!(
-            "{}-{}-4{}-{}{}-{}",
-            &h[0..8],
-            &h[8..12],
-            &h[13..16],
-            ["8", "9", "a", "b"][usize::from(b[8] & 3)],
-            &h[17..20],
-            &h[20..32]
-        )
+        uuid::Builder::from_random_bytes(self.rng.random())
+            .into_uuid()
+            .to_string()
     }
 
     /// The JSON of pod `i`.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::wait::Backoff;
 use kinformer_apiserver::{ApiError, ApiServer, typed_name};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -54,13 +55,19 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, kube::Error>>,
 {
-    let mut attempt = 0;
+    // 200 ms doubling, with 10% jitter, for REMOTE_ATTEMPTS attempts in all.
+    let mut backoff = Backoff {
+        duration: Duration::from_millis(200),
+        factor: 2.0,
+        jitter: 0.1,
+        steps: REMOTE_ATTEMPTS - 1,
+        cap: Duration::from_secs(5),
+    };
     loop {
         match op().await {
             Ok(v) => return Ok(v),
-            Err(e) if attempt + 1 < REMOTE_ATTEMPTS && !is_final(&e) => {
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+            Err(e) if backoff.steps > 0 && !is_final(&e) => {
+                tokio::time::sleep(backoff.step()).await;
             }
             Err(e) => return Err(e),
         }

@@ -281,12 +281,14 @@ impl<K> KubeListerWatcher<K> {
             && lp.limit.is_some()
             && lp.resource_version.as_deref() == Some("0")
         {
-            let mut uri = format!("{}&resourceVersion=0", req.uri());
+            let uri = req.uri().to_string();
+            let query_start = uri.find('?').map_or(uri.len(), |i| i + 1);
+            let mut query = form_urlencoded::Serializer::for_suffix(uri, query_start);
+            query.append_pair("resourceVersion", "0");
             if let Some(m) = o.resource_version_match {
-                uri.push_str("&resourceVersionMatch=");
-                uri.push_str(m.as_str());
+                query.append_pair("resourceVersionMatch", m.as_str());
             }
-            *req.uri_mut() = uri.parse().map_err(|e: http::uri::InvalidUri| {
+            *req.uri_mut() = query.finish().parse().map_err(|e: http::uri::InvalidUri| {
                 ListWatchError::InvalidRequest(e.to_string())
             })?;
         }
