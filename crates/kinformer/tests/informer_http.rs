@@ -758,3 +758,76 @@ async fn randomized_faults_the_cache_and_handlers_always_converge() {
         }
     }
 }
+
+/// An informer's metrics count its lists (a relist after a 410 on the watch), watches and
+/// events, and its cache and handlers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_lists_relists_watches_and_events() {
+    let server = start_server().await;
+    let ns = "metrics";
+    for i in 0..5 {
+        server
+            .store()
+            .create("pods", ns, small_pod(ns, &format!("p{i}"), 0))
+            .unwrap();
+    }
+    let client = server.client_without_retries().unwrap();
+    let informer = SharedIndexInformer::new(
+        lw(Api::<Pod>::namespaced(client, ns)),
+        InformerOptions::new(ns)
+            .with_watch_list(false)
+            .with_backoff(short_backoff),
+    );
+    assert_eq!(
+        informer.metrics(),
+        kinformer::cache::InformerMetrics::default()
+    );
+    let tracker = Arc::new(Tracker::default());
+    informer.add_event_handler(Arc::clone(&tracker)).unwrap();
+    let (cancel, task) = spawn_informer(&informer);
+    timeout(CONVERGE_LIMIT, informer.wait_synced())
+        .await
+        .expect("synced");
+    let cache = informer.get_indexer();
+    let m = informer.metrics();
+    assert_eq!(
+        (
+            m.reflector.lists,
+            m.reflector.listed_objects,
+            m.cached_objects,
+            m.handlers
+        ),
+        (1, 5, 5, 1),
+        "{m:?}"
+    );
+    assert!(m.synced && m.reflector.list_failures == 0, "{m:?}");
+    server
+        .store()
+        .create("pods", ns, small_pod(ns, "x", 0))
+        .unwrap();
+    wait_converged(&server, Some(ns), &cache, &tracker, CONVERGE_LIMIT)
+        .await
+        .unwrap();
+    let m = informer.metrics();
+    assert!(m.reflector.watches >= 1 && m.reflector.events >= 1, "{m:?}");
+    assert_eq!(m.cached_objects, 6);
+    assert!(!m.reflector.last_sync_resource_version.is_empty());
+    // The next watch is answered 410 Gone: the reflector relists.
+    server.faults().inject(Fault::WatchGone);
+    server.faults().close_all_watches();
+    timeout(CONVERGE_LIMIT, async {
+        while informer.metrics().reflector.lists < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("a relist");
+    let m = informer.metrics();
+    assert!(m.reflector.errors >= 1, "the 410 was reported: {m:?}");
+    stop(cancel, task).await;
+    assert_eq!(
+        informer.metrics().reflector.lists,
+        m.reflector.lists,
+        "kept after the stop"
+    );
+}

@@ -32,9 +32,9 @@ pub mod testing;
 pub use controller::process_deltas;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use informer::{
-    BackoffFactory, EventStream, InformerError, InformerOptions, InformerWatchErrorHandler, Lister,
-    NamespaceLister, QueueKind, ReadOnlyIndexer, SharedIndexInformer, SharedInformerFactory,
-    Storage,
+    BackoffFactory, EventStream, InformerError, InformerMetrics, InformerOptions,
+    InformerWatchErrorHandler, Lister, NamespaceLister, QueueKind, ReadOnlyIndexer,
+    SharedIndexInformer, SharedInformerFactory, Storage,
 };
 pub use meta::{
     CacheError, DeletedFinalStateUnknown, DeletedObject, KeyError, Lazy, ObjectKey, Operator,

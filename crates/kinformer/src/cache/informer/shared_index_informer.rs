@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 use crate::cache::controller::{ProcessLoop, SyncingSink};
 use crate::cache::fifo::{DeltaFifo, DeltaQueue, KnownObjects, RealFifo};
 use crate::cache::handler::ResourceEventHandler;
+use crate::cache::informer::InformerMetrics;
 use crate::cache::informer::Lister;
 use crate::cache::informer::boxed_lw::BoxedListerWatcher;
 use crate::cache::informer::{InformerError, InformerOptions, QueueKind, ReadOnlyIndexer};
@@ -21,7 +22,9 @@ use crate::cache::listwatch::ListerWatcher;
 use crate::cache::processor::{
     Consumer, ResourceEventHandlerRegistration, SharedProcessor, plan_handler_resync,
 };
-use crate::cache::reflector::{Reflector, ReflectorError, ReflectorOptions};
+use crate::cache::reflector::{
+    Reflector, ReflectorError, ReflectorMetrics, ReflectorOptions, ReflectorStats,
+};
 use crate::cache::store::{Indexer, Indexers};
 use crate::cache::sync::{HasSynced, SyncedFlag};
 
@@ -42,6 +45,8 @@ struct State<K> {
     reflector: Option<Arc<Reflector<K, BoxedListerWatcher<K>>>>,
     /// Version reported once the reflector is gone.
     last_sync_resource_version: String,
+    /// The reflector's counters, from the start on (kept after the stop).
+    reflector_stats: Option<Arc<ReflectorStats>>,
 }
 
 struct Inner<K> {
@@ -225,6 +230,7 @@ where
             watch_error_handler: None,
             reflector: None,
             last_sync_resource_version: String::new(),
+            reflector_stats: None,
         };
         Self {
             inner: Arc::new(Inner {
@@ -377,6 +383,25 @@ where
         }
     }
 
+    /// A snapshot of what the informer has done and holds (see [`InformerMetrics`]).
+    pub fn metrics(&self) -> InformerMetrics {
+        let stats = self.inner.state.lock().reflector_stats.clone();
+        let rv = self.last_sync_resource_version();
+        let reflector = match stats {
+            Some(s) => s.snapshot(rv),
+            None => ReflectorMetrics {
+                last_sync_resource_version: rv,
+                ..ReflectorMetrics::default()
+            },
+        };
+        InformerMetrics {
+            reflector,
+            cached_objects: self.inner.indexer.len(),
+            handlers: self.inner.processor.listener_count(),
+            synced: self.has_synced(),
+        }
+    }
+
     /// True once [`run`](Self::run) has been called.
     pub fn is_started(&self) -> bool {
         self.inner.state.lock().started
@@ -492,7 +517,11 @@ where
             reflector = reflector.with_backoff_manager(make());
         }
         let reflector = Arc::new(reflector);
-        inner.state.lock().reflector = Some(Arc::clone(&reflector));
+        {
+            let mut st = inner.state.lock();
+            st.reflector_stats = Some(reflector.stats());
+            st.reflector = Some(Arc::clone(&reflector));
+        }
 
         let tasks = TaskTracker::new();
         let process = ProcessLoop {

@@ -45,6 +45,7 @@
 mod error;
 mod retry;
 mod state;
+mod stats;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -57,10 +58,12 @@ use kube_core::Resource;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{Instrument, debug, info, warn};
 
 pub use error::ReflectorError;
 pub(crate) use state::{Action, ErrorClass, Input, ReflectorMachine, WatchEnd, watch_timeout};
+pub use stats::ReflectorMetrics;
+pub(crate) use stats::ReflectorStats;
 
 use crate::cache::fifo::ReflectorSink;
 use crate::cache::listwatch::{
@@ -227,6 +230,7 @@ pub struct Reflector<K, L> {
     /// Whether the watch that just failed ended in an internal error.
     last_watch_internal: AtomicBool,
     running: AtomicBool,
+    stats: Arc<ReflectorStats>,
 }
 
 impl<K, L> fmt::Debug for Reflector<K, L> {
@@ -274,6 +278,7 @@ where
             )),
             last_watch_internal: AtomicBool::new(false),
             running: AtomicBool::new(false),
+            stats: Arc::default(),
         }
     }
 
@@ -330,6 +335,21 @@ where
     /// writes. Dropping the future is also safe (the open request or watch is dropped; the
     /// sink keeps what it was given).
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), ReflectorError> {
+        let span = tracing::info_span!("reflector", reflector = %self.name);
+        self.run_inner(cancel).instrument(span).await
+    }
+
+    /// The counters of what this reflector has done, with its last synced version.
+    pub fn metrics(&self) -> ReflectorMetrics {
+        self.stats.snapshot(self.last_sync_resource_version())
+    }
+
+    /// The live counters, for an owner that outlives the reflector (the informer).
+    pub(crate) fn stats(&self) -> Arc<ReflectorStats> {
+        Arc::clone(&self.stats)
+    }
+
+    async fn run_inner(&self, cancel: CancellationToken) -> Result<(), ReflectorError> {
         if self.running.swap(true, Ordering::AcqRel) {
             return Err(ReflectorError::AlreadyRunning);
         }
@@ -344,7 +364,8 @@ where
                 Action::List(options) => {
                     resync_at = None;
                     stream = None;
-                    match self.list(options, &cancel).await {
+                    let span = tracing::debug_span!("list");
+                    match self.list(options, &cancel).instrument(span).await {
                         Some(input) => input,
                         None => break,
                     }
@@ -367,8 +388,17 @@ where
                         }
                         Gate::Try(probe) => probe,
                     };
-                    match self.watch_list(options, probe, &cancel).await {
+                    let span = tracing::debug_span!("watch_list");
+                    ReflectorStats::bump(&self.stats.lists);
+                    match self
+                        .watch_list(options, probe, &cancel)
+                        .instrument(span)
+                        .await
+                    {
                         Some((input, s)) => {
+                            if let Input::WatchListFailed(_) = input {
+                                ReflectorStats::bump(&self.stats.list_failures);
+                            }
                             stream = s;
                             input
                         }
@@ -385,14 +415,24 @@ where
                     };
                     match started {
                         Err(e) => {
+                            ReflectorStats::bump(&self.stats.watch_failures);
                             let class = ErrorClass::of(&e);
                             self.report(ReflectorError::WatchStart(e));
                             Input::WatchFailedToStart(class)
                         }
                         Ok(s) => {
+                            ReflectorStats::bump(&self.stats.watches);
                             debug!(reflector = %self.name, ?options, "watch started");
                             self.arm_resync(&mut resync_at);
-                            match self.handle_watch(s, start, &mut resync_at, &cancel).await {
+                            let span = tracing::debug_span!(
+                                "watch",
+                                resource_version = options.resource_version_str()
+                            );
+                            match self
+                                .handle_watch(s, start, &mut resync_at, &cancel)
+                                .instrument(span)
+                                .await
+                            {
                                 Some(end) => Input::WatchEnded(end),
                                 None => break,
                             }
@@ -473,6 +513,7 @@ where
     }
 
     fn report(&self, err: ReflectorError) {
+        ReflectorStats::bump(&self.stats.errors);
         warn!(reflector = %self.name, error = %err, "reflector error");
         if let Some(h) = &self.error_handler {
             h(&err);
@@ -508,9 +549,25 @@ where
     async fn list(&self, options: ListOptions, cancel: &CancellationToken) -> Option<Input> {
         let pager = ListPager::new(options.limit.unwrap_or(0));
         debug!(reflector = %self.name, ?options, "listing");
-        if self.sink.begin_paged_replace() {
-            return self.list_paged(pager, options, cancel).await;
+        ReflectorStats::bump(&self.stats.lists);
+        let input = if self.sink.begin_paged_replace() {
+            self.list_paged(pager, options, cancel).await
+        } else {
+            self.list_joined(pager, options, cancel).await
+        };
+        if let Some(Input::ListFailed(_)) = input {
+            ReflectorStats::bump(&self.stats.list_failures);
         }
+        input
+    }
+
+    /// A list joined by the pager and handed to the sink in one `replace`.
+    async fn list_joined(
+        &self,
+        pager: ListPager,
+        options: ListOptions,
+        cancel: &CancellationToken,
+    ) -> Option<Input> {
         let result = tokio::select! {
             biased;
             () = cancel.cancelled() => return None,
@@ -537,6 +594,7 @@ where
             });
             return Some(Input::ListFailed(ErrorClass::Other { retry_after: None }));
         }
+        self.listed(count);
         info!(
             reflector = %self.name,
             count,
@@ -633,6 +691,7 @@ where
         if let Err(source) = self.sink.finish_paged_replace(&listed.resource_version) {
             return sink_failed(source);
         }
+        self.listed(count);
         info!(
             reflector = %self.name,
             count,
@@ -644,6 +703,12 @@ where
             resource_version: listed.resource_version,
             paginated: listed.paginated,
         })
+    }
+
+    fn listed(&self, count: usize) {
+        self.stats
+            .listed_objects
+            .fetch_add(count as u64, Ordering::Relaxed);
     }
 
     /// Runs a watch-list; `probe` is answered when this request is the one finding out
@@ -754,6 +819,7 @@ where
                             None,
                         ));
                     }
+                    self.listed(count);
                     info!(
                         reflector = %self.name,
                         count,
@@ -853,6 +919,7 @@ where
         let type_name = event.type_name();
         let (result, operation, obj) = match event {
             WatchEvent::Bookmark(b) => {
+                ReflectorStats::bump(&self.stats.bookmarks);
                 let result = self.sink.bookmark(&b.resource_version);
                 if let Err(source) = result {
                     self.report(ReflectorError::Sink {
@@ -875,6 +942,7 @@ where
             WatchEvent::Modified(o) => (self.sink.update(Arc::clone(&o)), "update", o),
             WatchEvent::Deleted(o) => (self.sink.delete(Arc::clone(&o)), "delete", o),
         };
+        ReflectorStats::bump(&self.stats.events);
         if let Err(source) = result {
             self.report(ReflectorError::Sink { operation, source });
         }
