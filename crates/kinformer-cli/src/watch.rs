@@ -286,10 +286,16 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
             },
             _ = summary.tick(), if args.summary_secs > 0 => {
                 let cache = informer.get_indexer();
+                let m = informer.metrics().reflector;
                 let mut line = format!(
-                    "cache: {} objects, {events} events, resourceVersion {}",
+                    "cache: {} objects, {events} events, resourceVersion {}; reflector: {} lists ({} failed), {} watches, {} watch events, {} errors",
                     cache.len(),
-                    informer.last_sync_resource_version()
+                    m.last_sync_resource_version,
+                    m.lists,
+                    m.list_failures,
+                    m.watches,
+                    m.events,
+                    m.errors
                 );
                 for name in &index_names {
                     let mut values: Vec<(usize, String)> = cache

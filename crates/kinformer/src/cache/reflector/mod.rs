@@ -441,6 +441,8 @@ where
                 }
                 Action::KeepWatching => match stream.take() {
                     Some(s) => {
+                        // A watch-list's stream goes on as a watch.
+                        ReflectorStats::bump(&self.stats.watches);
                         self.arm_resync(&mut resync_at);
                         match self
                             .handle_watch(s, Instant::now(), &mut resync_at, &cancel)

@@ -49,7 +49,8 @@ pub struct ReflectorMetrics {
     pub list_failures: u64,
     /// Objects the completed lists handed to the sink.
     pub listed_objects: u64,
-    /// Watches that started (the server accepted the request).
+    /// Watches that started (the server accepted the request; a watch-list counts once as a
+    /// list and, once synced, once as a watch).
     pub watches: u64,
     /// Watch requests that failed to start.
     pub watch_failures: u64,
