@@ -104,23 +104,27 @@ impl Codec {
 
     /// Wraps `ctx.serialized` into a blob, compressing it if a dictionary exists.
     fn pack(dict: Option<&Dictionary>, ctx: &mut WriteCtx) -> Result<Blob, CodecError> {
-        if dict.is_none() {
-            return Ok(std::iter::once(TAG_RAW)
-                .chain(ctx.serialized.iter().copied())
-                .collect());
-        };
+        // The tagged blob is built in the reused buffer, then copied once into its `Arc`.
         ctx.compressed.clear();
+        if dict.is_none() {
+            ctx.compressed.reserve(1 + ctx.serialized.len());
+            ctx.compressed.push(TAG_RAW);
+            ctx.compressed.extend_from_slice(&ctx.serialized);
+            return Ok(Blob::from(ctx.compressed.as_slice()));
+        };
         ctx.compressed
-            .reserve(zstd_safe::compress_bound(ctx.serialized.len()));
-        // The dictionary is loaded in the context (see `load`).
+            .reserve(1 + zstd_safe::compress_bound(ctx.serialized.len()));
+        ctx.compressed.push(TAG_ZSTD);
+        // The dictionary is loaded in the context (see `load`). The cursor makes `compress2`
+        // write after the tag.
+        let mut after_tag = std::io::Cursor::new(&mut ctx.compressed);
+        after_tag.set_position(1);
         ctx.cctx
-            .compress2(&mut ctx.compressed, &ctx.serialized)
+            .compress2(&mut after_tag, &ctx.serialized)
             .map_err(|code| {
                 CodecError::Encode(format!("zstd: {}", zstd_safe::get_error_name(code)))
             })?;
-        Ok(std::iter::once(TAG_ZSTD)
-            .chain(ctx.compressed.iter().copied())
-            .collect())
+        Ok(Blob::from(ctx.compressed.as_slice()))
     }
 
     fn decode<K: DeserializeOwned>(&self, blob: &[u8]) -> Result<K, CodecError> {
