@@ -22,6 +22,7 @@ mod reads;
 #[cfg(feature = "compact")]
 mod relist;
 mod replace;
+mod scratch;
 #[cfg(feature = "compact")]
 mod staged;
 mod tables;
