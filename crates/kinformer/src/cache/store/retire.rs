@@ -41,7 +41,16 @@ fn dropper() -> Option<&'static SyncSender<Vec<Garbage>>> {
             let (tx, rx) = sync_channel::<Vec<Garbage>>(QUEUED);
             std::thread::Builder::new()
                 .name("kinformer-drop".into())
-                .spawn(move || rx.into_iter().for_each(drop))
+                .spawn(move || {
+                    for batch in rx {
+                        for obj in batch {
+                            drop(obj);
+                            // On a busy machine, give way to the writers: the queue then
+                            // fills and they drop their objects themselves.
+                            std::thread::yield_now();
+                        }
+                    }
+                })
                 .ok()?;
             Some(tx)
         })
