@@ -25,7 +25,7 @@ type Garbage = Arc<dyn Send + Sync>;
 /// Objects per batch.
 const BATCH: usize = 64;
 /// Batches that may wait for the dropping thread.
-const QUEUED: usize = 16;
+const QUEUED: usize = 4;
 
 thread_local! {
     /// This thread's partial batch.
