@@ -374,7 +374,7 @@ use pod_lite::PodLite;
 
 /// Heap bytes per object of an indexer (W4's two indices) filled with 100,000 bench pods
 /// turned into `T` one at a time.
-fn lean_total<T: kube::Resource + 'static>(
+fn lean_total<T: kube::Resource + Send + Sync + 'static>(
     make: impl Fn(Pod) -> T,
     app: impl Fn(&T) -> Option<String> + Send + Sync + 'static,
 ) -> Result<f64, String> {

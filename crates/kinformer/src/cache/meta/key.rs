@@ -26,13 +26,7 @@ impl ObjectKey {
     /// The key of `name` in `namespace` (`None` or empty for cluster-scoped objects).
     pub fn new(namespace: Option<&str>, name: &str) -> Self {
         match namespace {
-            Some(ns) if !ns.is_empty() => {
-                let mut s = String::with_capacity(ns.len() + 1 + name.len());
-                s.push_str(ns);
-                s.push('/');
-                s.push_str(name);
-                ObjectKey(Arc::from(s))
-            }
+            Some(ns) if !ns.is_empty() => ObjectKey(joined(ns, name)),
             _ => ObjectKey(Arc::from(name)),
         }
     }
@@ -59,6 +53,29 @@ impl ObjectKey {
             None => &self.0,
         }
     }
+}
+
+/// Keys up to this long are joined on the stack, so making one allocates only the key itself.
+const STACK_KEY: usize = 128;
+
+/// `ns/name` as one shared string, in a single allocation for keys of usual length.
+fn joined(ns: &str, name: &str) -> Arc<str> {
+    let len = ns.len() + 1 + name.len();
+    if len <= STACK_KEY {
+        let mut buf = [0u8; STACK_KEY];
+        buf[..ns.len()].copy_from_slice(ns.as_bytes());
+        buf[ns.len()] = b'/';
+        buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
+        // Two strings and an ASCII separator: always UTF-8.
+        if let Ok(s) = std::str::from_utf8(&buf[..len]) {
+            return Arc::from(s);
+        }
+    }
+    let mut s = String::with_capacity(len);
+    s.push_str(ns);
+    s.push('/');
+    s.push_str(name);
+    Arc::from(s)
 }
 
 impl fmt::Debug for ObjectKey {

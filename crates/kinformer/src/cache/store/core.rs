@@ -8,7 +8,8 @@ use parking_lot::{Mutex, RwLock};
 
 use super::backend::{Backend, Entries, ReadError, SetOf, Via};
 use super::error::IndexerError;
-use super::tables::{State, Stored, Tables, compute_values, sorted};
+use super::scratch::{Scratch, with_scratch};
+use super::tables::{State, Stored, Tables, compute_values_into, sorted};
 use super::{IndexFunc, Indexers, TransformFunc, Upserted};
 use crate::cache::meta::{ObjectKey, meta_namespace_key};
 
@@ -99,7 +100,7 @@ where
             Some(o) => Some(self.object_of(&key, o, Via::Cache)?),
             None => None,
         };
-        self.put_indexed(&funcs, &key, &obj, old.as_deref(), &v)?;
+        with_scratch(|s| self.put_indexed(s, &funcs, &key, &obj, old.as_deref(), &v))?;
         // The object just written is the likeliest to be read (and updated) next.
         self.backend.cache(&key, &v, &obj);
         drop(v);
@@ -111,19 +112,23 @@ where
     /// lock, then stores `v` under `key`, under the lock.
     fn put_indexed(
         &self,
+        scratch: &mut Scratch,
         funcs: &[(String, IndexFunc<K>)],
         key: &ObjectKey,
         obj: &K,
         old: Option<&K>,
         v: &B::V,
     ) -> Result<(), IndexerError> {
-        let mut new_vals = compute_values(funcs, key, obj)?;
+        compute_values_into(funcs, key, obj, &mut scratch.new)?;
         let old_vals = match old {
-            Some(o) => Some(compute_values(funcs, key, o)?),
+            Some(o) => {
+                compute_values_into(funcs, key, o, &mut scratch.old)?;
+                Some(&scratch.old)
+            }
             None => None,
         };
         let mut s = self.state.write();
-        s.tables.put(key, v, old_vals.as_ref(), &mut new_vals);
+        s.tables.put(key, v, old_vals, &mut scratch.new);
         Ok(())
     }
 
@@ -142,8 +147,11 @@ where
             return Ok(None);
         };
         let old = self.object_of(&key, &stored, Via::Peek)?;
-        let old_vals = compute_values(&funcs, &key, &old)?;
-        self.state.write().tables.take(&key, &stored, &old_vals);
+        with_scratch(|s| {
+            compute_values_into(&funcs, &key, &old, &mut s.old)?;
+            self.state.write().tables.take(&key, &stored, &s.old);
+            Ok::<_, IndexerError>(())
+        })?;
         self.backend.forget(key.as_str());
         Ok(Some(old))
     }

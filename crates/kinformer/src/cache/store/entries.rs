@@ -91,11 +91,33 @@ pub(super) struct ByKey<K> {
     pub(super) obj: Arc<K>,
 }
 
+#[cfg(test)]
 impl<K: Resource> ByKey<K> {
-    pub(super) fn new(obj: Arc<K>) -> Self {
+    /// The entry of `obj`, hashed from its namespace and name.
+    fn new(obj: Arc<K>) -> Self {
         ByKey {
             hash: key_hash(parts(&*obj)),
             obj,
+        }
+    }
+}
+
+impl<K> ByKey<K> {
+    /// The entry of `obj`, stored under `key` (hashed from the key string, which hashes as
+    /// the object's namespace and name do).
+    fn with_key(key: &ObjectKey, obj: &Arc<K>) -> Self {
+        ByKey {
+            hash: key_hash(key.key_parts()),
+            obj: Arc::clone(obj),
+        }
+    }
+}
+
+impl<K> Clone for ByKey<K> {
+    fn clone(&self) -> Self {
+        ByKey {
+            hash: self.hash,
+            obj: Arc::clone(&self.obj),
         }
     }
 }
@@ -140,14 +162,23 @@ impl<'a, K: Resource + 'a> Borrow<dyn KeyLike + 'a> for ByKey<K> {
 
 impl<K: Resource> EntrySet for FastSet<ByKey<K>> {
     type Entry = Arc<K>;
+    type Item = ByKey<K>;
+
+    fn item(key: &ObjectKey, entry: &Arc<K>) -> ByKey<K> {
+        ByKey::with_key(key, entry)
+    }
 
     fn with_one() -> Self {
         FastSet::with_capacity_and_hasher(1, FastState::default())
     }
 
-    fn put(&mut self, _key: &ObjectKey, entry: &Arc<K>) {
+    fn put(&mut self, item: &ByKey<K>) {
         // `replace`, not `insert`: an unchanged index value must point at the new object.
-        self.replace(ByKey::new(Arc::clone(entry)));
+        self.replace(item.clone());
+    }
+
+    fn remove_item(&mut self, item: &ByKey<K>) {
+        self.remove(item as &dyn KeyLike);
     }
 
     fn remove_key(&mut self, key: &ObjectKey) {
@@ -202,14 +233,18 @@ mod tests {
     #[test]
     fn a_typed_set_finds_replaces_and_removes_by_key() {
         let mut set: FastSet<ByKey<Pod>> = EntrySet::with_one();
+        let key = ObjectKey::from("ns/a");
         let first = pod(Some("ns"), "a");
-        set.put(&ObjectKey::from("ns/a"), &first.obj);
+        set.put(&<FastSet<ByKey<Pod>>>::item(&key, &first.obj));
         let second = pod(Some("ns"), "a");
-        set.put(&ObjectKey::from("ns/a"), &second.obj);
+        set.put(&<FastSet<ByKey<Pod>>>::item(&key, &second.obj));
         assert_eq!(set.len(), 1);
         let stored = set.get(&ObjectKey::from("ns/a") as &dyn KeyLike).unwrap();
         assert!(Arc::ptr_eq(&stored.obj, &second.obj));
-        set.remove_key(&ObjectKey::from("ns/a"));
+        set.remove_item(&ByKey::new(Arc::clone(&first.obj)));
+        assert!(EntrySet::is_empty(&set));
+        set.put(&<FastSet<ByKey<Pod>>>::item(&key, &first.obj));
+        set.remove_key(&key);
         assert!(EntrySet::is_empty(&set));
     }
 }

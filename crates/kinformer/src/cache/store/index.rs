@@ -75,10 +75,17 @@ pub fn label_index_func<K: Resource>(label: impl Into<String>) -> IndexFunc<K> {
 pub(crate) trait EntrySet {
     /// What is stored per key (the object in typed mode, its encoding in compact mode).
     type Entry;
+    /// A key with its entry, made once per write for every index value it touches (typed
+    /// mode: with the key's hash, so it is hashed once).
+    type Item;
+    /// The item of `key` with `entry`.
+    fn item(key: &ObjectKey, entry: &Self::Entry) -> Self::Item;
     /// An empty set sized for one entry.
     fn with_one() -> Self;
-    /// Inserts `key` with `entry`, replacing an entry with the same key.
-    fn put(&mut self, key: &ObjectKey, entry: &Self::Entry);
+    /// Inserts `item`, replacing an entry with the same key.
+    fn put(&mut self, item: &Self::Item);
+    /// Removes the entry with `item`'s key, if any.
+    fn remove_item(&mut self, item: &Self::Item);
     /// Removes `key`'s entry, if any.
     fn remove_key(&mut self, key: &ObjectKey);
     /// True when no entry is left.
@@ -103,49 +110,47 @@ impl<S> Default for Index<S> {
 }
 
 impl<S: EntrySet> Index<S> {
-    /// Moves `key` from the `old` values to the `new` values, recording `entry` for it (also
+    /// Moves `item`'s key from the `old` values to the `new` values, recording its entry (also
     /// under values that did not change). The value strings are moved out of `new` (left
     /// empty).
-    pub(crate) fn update(
-        &mut self,
-        key: &ObjectKey,
-        entry: &S::Entry,
-        old: &[String],
-        new: &mut [String],
-    ) {
+    pub(crate) fn update(&mut self, item: &S::Item, old: &[String], new: &mut [String]) {
         for o in old {
             if !new.contains(o) {
-                self.remove(o, key);
+                self.remove(o, item);
             }
         }
         for n in new.iter_mut() {
             // Unchanged values keep the key; the entry is refreshed in place.
-            self.put(std::mem::take(n), key, entry);
+            self.put(std::mem::take(n), item);
         }
     }
 
-    /// Records `entry` for `key` under `value` (creating the value's set if needed; an owned
-    /// `value` is moved into the map then, a borrowed one copied).
-    pub(crate) fn put(
-        &mut self,
-        value: impl AsRef<str> + Into<String>,
-        key: &ObjectKey,
-        entry: &S::Entry,
-    ) {
+    /// Records `item` under `value` (creating the value's set if needed; an owned `value` is
+    /// moved into the map then, a borrowed one copied).
+    pub(crate) fn put(&mut self, value: impl AsRef<str> + Into<String>, item: &S::Item) {
         match self.map.get_mut(value.as_ref()) {
-            Some(set) => set.put(key, entry),
+            Some(set) => set.put(item),
             None => {
                 let mut set = S::with_one();
-                set.put(key, entry);
+                set.put(item);
                 self.map.insert(value.into(), set);
             }
         }
     }
 
+    /// Removes `item`'s key from `value`'s set, and the set once empty.
+    pub(crate) fn remove(&mut self, value: &str, item: &S::Item) {
+        self.remove_with(value, |set| set.remove_item(item));
+    }
+
     /// Removes `key` from `value`'s set, and the set once empty.
-    pub(crate) fn remove(&mut self, value: &str, key: &ObjectKey) {
+    pub(crate) fn remove_key(&mut self, value: &str, key: &ObjectKey) {
+        self.remove_with(value, |set| set.remove_key(key));
+    }
+
+    fn remove_with(&mut self, value: &str, remove: impl FnOnce(&mut S)) {
         if let Some(set) = self.map.get_mut(value) {
-            set.remove_key(key);
+            remove(set);
             if set.is_empty() {
                 self.map.remove(value);
             }
@@ -162,6 +167,12 @@ pub(crate) struct IndexValues {
 }
 
 impl IndexValues {
+    /// Empties it, keeping its buffers for the next object.
+    pub(crate) fn clear(&mut self) {
+        self.values.clear();
+        self.ends.clear();
+    }
+
     /// The values of index `i`.
     pub(crate) fn get(&self, i: usize) -> &[String] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };

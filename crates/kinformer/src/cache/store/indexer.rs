@@ -15,6 +15,7 @@ use super::backend::{ReadError, Replaced};
 use super::compact::CompactBackend;
 use super::core::Core;
 use super::error::IndexerError;
+use super::retire::retire;
 use super::typed::TypedBackend;
 #[cfg(feature = "compact")]
 use super::{CompactOptions, HotObjects, TypedCodec};
@@ -43,6 +44,9 @@ pub struct Upserted<K> {
 /// - Writers are serialised by a separate writer mutex (taken before the state lock), so the
 ///   old object a write reads is still current when it applies — lock order: `writer` → `state`.
 /// - Index values whose key set becomes empty are removed.
+/// - An object that [`add`](Self::add) or [`update`](Self::update) replaces, and that nothing
+///   else holds, is dropped on a background thread (a bounded number wait for it; past that
+///   the writer drops them itself), so a writer does not free large objects piece by piece.
 /// - `replace` is atomic: readers see the old content or the new one, never a mix. Typed
 ///   storage builds new tables and swaps them in; compact storage stages the differences
 ///   without the lock and applies them under it, so a relist holds only the changed objects
@@ -248,20 +252,38 @@ impl<K: Resource> Indexer<K> {
         dispatch!(&self.mode, c => c.upsert(obj))
     }
 
-    /// Adds `obj` (replacing any object with the same key).
+    /// Adds `obj` (replacing any object with the same key). A replaced object that nothing
+    /// else holds is dropped on a background thread, off the writer's path.
     ///
     /// # Errors
     /// As [`upsert`](Self::upsert); the store is then unchanged.
-    pub fn add(&self, obj: Arc<K>) -> Result<(), IndexerError> {
-        self.upsert(obj).map(|_| ())
+    pub fn add(&self, obj: Arc<K>) -> Result<(), IndexerError>
+    where
+        K: Send + Sync + 'static,
+    {
+        self.upsert(obj).map(Self::discard_old)
     }
 
-    /// Updates `obj` (adding it if absent), as client-go.
+    /// Updates `obj` (adding it if absent), as client-go. As with [`add`](Self::add), the
+    /// replaced object is dropped off the writer's path.
     ///
     /// # Errors
     /// As [`upsert`](Self::upsert); the store is then unchanged.
-    pub fn update(&self, obj: Arc<K>) -> Result<(), IndexerError> {
-        self.upsert(obj).map(|_| ())
+    pub fn update(&self, obj: Arc<K>) -> Result<(), IndexerError>
+    where
+        K: Send + Sync + 'static,
+    {
+        self.upsert(obj).map(Self::discard_old)
+    }
+
+    /// Releases what an upsert the caller does not look at returned.
+    fn discard_old(upserted: Upserted<K>)
+    where
+        K: Send + Sync + 'static,
+    {
+        if let Some(old) = upserted.old {
+            retire(old);
+        }
     }
 
     /// Deletes the object with `obj`'s key; returns what was stored.

@@ -8,7 +8,7 @@ use super::backend::{Backend, Entries, ReadError, SetOf, Via};
 use super::core::Core;
 use super::error::IndexerError;
 use super::tables::{State, compute_values, empty_indices, sorted};
-use super::{IndexFunc, Indexers};
+use super::{EntrySet, IndexFunc, Indexers};
 use crate::cache::meta::{ObjectKey, meta_namespace_key};
 
 impl<K, B: Backend<K>> Core<K, B> {
@@ -113,8 +113,9 @@ where
         for (key, v) in &items {
             let obj = self.object_of(key, v, Via::Direct)?;
             let mut vals = compute_values(&new, key, &obj)?;
+            let item = SetOf::<K, B>::item(key, v);
             for (i, index) in added.iter_mut().enumerate() {
-                index.update(key, v, &[], vals.get_mut(i));
+                index.update(&item, &[], vals.get_mut(i));
             }
         }
         drop(items);

@@ -22,6 +22,8 @@ mod reads;
 #[cfg(feature = "compact")]
 mod relist;
 mod replace;
+mod retire;
+mod scratch;
 #[cfg(feature = "compact")]
 mod staged;
 mod tables;

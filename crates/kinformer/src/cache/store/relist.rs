@@ -119,9 +119,9 @@ fn apply_ops(
         let index = &mut tables.indices[((op >> OP_INDEX_SHIFT) as usize) & OP_INDEX_MAX];
         let value = values[(op & OP_VALUE_MASK) as usize];
         if op & OP_REMOVE != 0 {
-            index.remove(value, key);
+            index.remove_key(value, key);
         } else if let Some(blob) = new {
-            index.put(value, key, blob);
+            index.put(value, &(key.clone(), Arc::clone(blob)));
         }
         if op & OP_END != 0 {
             break;

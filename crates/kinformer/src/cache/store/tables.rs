@@ -65,17 +65,19 @@ where
         old: Option<&IndexValues>,
         new: &mut IndexValues,
     ) {
+        let item = V::Set::item(key, v);
         for (i, index) in self.indices.iter_mut().enumerate() {
             let old = old.map(|o| o.get(i)).unwrap_or(&[]);
-            index.update(key, v, old, new.get_mut(i));
+            index.update(&item, old, new.get_mut(i));
         }
         self.items.insert(key.clone(), v.clone());
     }
 
     /// Removes `key` (whose stored object `v` has index values `old`).
     pub(super) fn take(&mut self, key: &ObjectKey, v: &V, old: &IndexValues) {
+        let item = V::Set::item(key, v);
         for (i, index) in self.indices.iter_mut().enumerate() {
-            index.update(key, v, old.get(i), &mut []);
+            index.update(&item, old.get(i), &mut []);
         }
         self.items.remove(key.as_str());
     }
@@ -90,6 +92,7 @@ pub(super) struct State<K, V: Stored> {
     pub(super) indexers: IndexerList<K>,
 }
 
+/// The index values of `obj` (stored under `key`) for every index function.
 pub(super) fn compute_values<K: Resource>(
     funcs: &[(String, IndexFunc<K>)],
     key: &ObjectKey,
@@ -99,6 +102,18 @@ pub(super) fn compute_values<K: Resource>(
         values: Vec::new(),
         ends: Vec::with_capacity(funcs.len()),
     };
+    compute_values_into(funcs, key, obj, &mut out)?;
+    Ok(out)
+}
+
+/// As [`compute_values`], into `out` (cleared first, its buffers reused).
+pub(super) fn compute_values_into<K: Resource>(
+    funcs: &[(String, IndexFunc<K>)],
+    key: &ObjectKey,
+    obj: &K,
+    out: &mut IndexValues,
+) -> Result<(), IndexerError> {
+    out.clear();
     for (name, f) in funcs {
         f(obj, &mut out.values).map_err(|source| IndexerError::IndexFunc {
             index: name.clone(),
@@ -107,7 +122,7 @@ pub(super) fn compute_values<K: Resource>(
         })?;
         out.ends.push(out.values.len());
     }
-    Ok(out)
+    Ok(())
 }
 
 pub(super) fn sorted<K>(indexers: Indexers<K>) -> Vec<(String, IndexFunc<K>)> {

@@ -26,13 +26,22 @@ impl Stored for Blob {
 
 impl EntrySet for FastMap<ObjectKey, Blob> {
     type Entry = Blob;
+    type Item = (ObjectKey, Blob);
+
+    fn item(key: &ObjectKey, entry: &Blob) -> (ObjectKey, Blob) {
+        (key.clone(), Arc::clone(entry))
+    }
 
     fn with_one() -> Self {
         FastMap::with_capacity_and_hasher(1, FastState::default())
     }
 
-    fn put(&mut self, key: &ObjectKey, entry: &Blob) {
+    fn put(&mut self, (key, entry): &(ObjectKey, Blob)) {
         self.insert(key.clone(), Arc::clone(entry));
+    }
+
+    fn remove_item(&mut self, (key, _): &(ObjectKey, Blob)) {
+        self.remove(key);
     }
 
     fn remove_key(&mut self, key: &ObjectKey) {

@@ -1,0 +1,114 @@
+//! Dropping the objects a write replaced off the writer's thread.
+//!
+//! A typed object such as a `Pod` is a large nested struct: freeing it piece by piece costs
+//! more than the rest of an update. The writes that discard the object they replaced
+//! ([`Indexer::add`](super::Indexer::add), [`Indexer::update`](super::Indexer::update)) hand it
+//! to [`retire`] instead, which drops it on a background thread:
+//!
+//! - Only a last reference is deferred; an object still shared elsewhere is released at once
+//!   (that is only a reference count).
+//! - Objects are collected per thread in batches of [`BATCH`]; a full batch goes to one
+//!   background thread per process, which drops it.
+//! - Bounded: at most [`QUEUED`] batches wait for that thread. When they are all taken (the
+//!   thread cannot keep up), or the thread cannot be started, the writer drops the batch
+//!   itself. So at most `BATCH` objects per writing thread and `BATCH × QUEUED` queued ones
+//!   live longer than they would have.
+//! - A thread's partial batch is dropped when the thread exits.
+
+use std::cell::Cell;
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Arc, OnceLock};
+
+/// An object waiting to be dropped.
+type Garbage = Arc<dyn Send + Sync>;
+
+/// Objects per batch.
+const BATCH: usize = 64;
+/// Batches that may wait for the dropping thread.
+const QUEUED: usize = 4;
+
+thread_local! {
+    /// This thread's partial batch.
+    static PENDING: Cell<Vec<Garbage>> = const { Cell::new(Vec::new()) };
+}
+
+/// The dropping thread's queue; `None` if it could not be started.
+static DROPPER: OnceLock<Option<SyncSender<Vec<Garbage>>>> = OnceLock::new();
+
+fn dropper() -> Option<&'static SyncSender<Vec<Garbage>>> {
+    DROPPER
+        .get_or_init(|| {
+            let (tx, rx) = sync_channel::<Vec<Garbage>>(QUEUED);
+            std::thread::Builder::new()
+                .name("kinformer-drop".into())
+                .spawn(move || {
+                    for batch in rx {
+                        for obj in batch {
+                            drop(obj);
+                            // On a busy machine, give way to the writers: the queue then
+                            // fills and they drop their objects themselves.
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+                .ok()?;
+            Some(tx)
+        })
+        .as_ref()
+}
+
+/// Releases `obj`, which the caller no longer needs: dropped now if it is shared, else on the
+/// background thread (see the module docs).
+pub(super) fn retire<K: Send + Sync + 'static>(obj: Arc<K>) {
+    if Arc::strong_count(&obj) > 1 {
+        return;
+    }
+    let obj: Garbage = obj;
+    // If this thread is exiting, the closure (and `obj` with it) is dropped here.
+    let full = PENDING.try_with(move |pending| {
+        let mut batch = pending.take();
+        if batch.capacity() == 0 {
+            batch.reserve_exact(BATCH);
+        }
+        batch.push(obj);
+        if batch.len() < BATCH {
+            pending.set(batch);
+            None
+        } else {
+            Some(batch)
+        }
+    });
+    if let Ok(Some(batch)) = full {
+        // Dropped here if the queue is full or the thread is missing.
+        if let Some(tx) = dropper() {
+            let _ = tx.try_send(batch);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Weak;
+
+    use super::*;
+
+    #[test]
+    fn a_shared_object_is_only_released_and_a_retired_one_is_dropped_eventually() {
+        let shared = Arc::new(String::from("shared"));
+        retire(Arc::clone(&shared));
+        assert_eq!(Arc::strong_count(&shared), 1);
+
+        // A batch is handed over once full; the object is dropped on the other thread.
+        let first = Arc::new(String::from("first"));
+        let weak: Weak<String> = Arc::downgrade(&first);
+        retire(first);
+        for i in 0..BATCH {
+            retire(Arc::new(i));
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while weak.upgrade().is_some() {
+            assert!(std::time::Instant::now() < deadline, "never dropped");
+            std::thread::yield_now();
+        }
+    }
+}
