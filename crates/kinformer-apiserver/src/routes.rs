@@ -21,12 +21,15 @@ use crate::faults::{Fault, Faults, RequestKind};
 use crate::host;
 use crate::list;
 use crate::media::{self, Format};
+use crate::namespaces;
 use crate::object::StoredObject;
+use crate::openapi;
 use crate::query::{Query, RvMatch};
 use crate::resource::ResourceDef;
 use crate::stats::ServerStats;
 use crate::status::ApiError;
 use crate::store::{PatchType, Store};
+use crate::table;
 use crate::validate;
 use crate::watch::{self, WatchRequest, WatchStart};
 
@@ -136,6 +139,12 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
         ["version"] => return Ok(value_response(&discovery::version())),
         ["healthz" | "readyz" | "livez"] => return Ok((StatusCode::OK, "ok").into_response()),
         ["api"] => return Ok(value_response(&discovery::core_versions())),
+        ["openapi", "v3"] => return Ok(value_response(&openapi::index(&resources))),
+        ["openapi", "v3", rest @ ..] => {
+            return openapi::document(&resources, rest)
+                .map(|v| value_response(&v))
+                .ok_or_else(|| ApiError::unknown_path(&path));
+        }
         ["api", "v1"] => {
             return discovery::resource_list(&resources, "", "v1")
                 .map(|v| value_response(&v))
@@ -207,6 +216,12 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
     } else {
         media::negotiate(accept, &target.def)?
     };
+    // `kubectl get` asks for a server-side Table (reads only; a watch stays plain objects).
+    let table = if method == Method::GET && !query.watch && table::wants_table(accept) {
+        Some(table::IncludeObject::parse(req.uri().query())?)
+    } else {
+        None
+    };
     let limit = st.config.max_body_bytes;
     let read = read_body(req.into_body(), limit);
     let body = tokio::time::timeout(st.config.body_read_timeout, read)
@@ -216,9 +231,18 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
     let s = &st.store;
     match (method, target.name.as_deref()) {
         (Method::GET, Some(name)) => {
-            let o = s
-                .get_at(target.ridx, ns, name)
-                .ok_or_else(|| ApiError::not_found(&target.def.group, &target.def.plural, name))?;
+            let o = match s.get_at(target.ridx, ns, name) {
+                Some(o) => Some(o),
+                None if namespaces::is_namespaces(&target.def) => namespaces::get_implied(s, name)?,
+                None => None,
+            }
+            .ok_or_else(|| ApiError::not_found(&target.def.group, &target.def.plural, name))?;
+            if let Some(include) = table {
+                return Ok(json_response(
+                    StatusCode::OK,
+                    table::object_table(&target.def, &o, include)?,
+                ));
+            }
             object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::GET, None) if query.watch => {
@@ -234,6 +258,23 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                 st.config.rv_wait,
             )
             .await?;
+            let page = if namespaces::is_namespaces(&target.def) {
+                namespaces::add_implied(s, &query, page)?
+            } else {
+                page
+            };
+            if let Some(include) = table {
+                return Ok(json_response(
+                    StatusCode::OK,
+                    table::list_table(
+                        &target.def,
+                        page.revision,
+                        &page.items,
+                        page.continue_token,
+                        include,
+                    )?,
+                ));
+            }
             list_response(
                 &target.def,
                 format,

@@ -176,3 +176,162 @@ async fn kubectl_gets_watches_creates_and_deletes() {
     let _ = std::fs::remove_file(&file);
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+/// kubectl 1.32 (the PATH default) and 1.33 where bundled: server-side tables, implied
+/// namespaces, typed creates and `apply` with client-side validation on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_prints_tables_lists_namespaces_and_applies() {
+    let Some(default_bin) = kubectl_path() else {
+        eprintln!("SKIPPED: no kubectl on PATH");
+        return;
+    };
+    let mut bins = vec![default_bin];
+    let v133 = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
+    if std::path::Path::new(v133).is_file() {
+        bins.push(v133.to_string());
+    }
+    for bin in bins {
+        let server = TestServer::start().await.unwrap();
+        let url = server.url();
+        let cache =
+            std::env::temp_dir().join(format!("kinformer-kubectl-t-{}", server.addr().port()));
+        let _ = std::fs::remove_dir_all(&cache);
+        server
+            .store()
+            .create(
+                "pods",
+                "ns-1",
+                json!({
+                    "metadata": {"name": "pod-1"},
+                    "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+                    "status": {"phase": "Running", "containerStatuses": [{"name": "app", "ready": true, "restartCount": 2}]},
+                }),
+            )
+            .unwrap();
+        server
+            .store()
+            .create("namespaces", "", json!({"metadata": {"name": "made"}}))
+            .unwrap();
+        let run = |args: &[&str]| {
+            let mut c = kubectl(&bin, &url, &cache);
+            c.args(args);
+            c
+        };
+        let ok = |out: std::process::Output, what: &str| -> String {
+            assert!(
+                out.status.success(),
+                "{bin} {what}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+
+        let out = ok(
+            run(&["create", "configmap", "x", "--from-literal=a=1"])
+                .output()
+                .await
+                .unwrap(),
+            "create configmap",
+        );
+        assert!(out.contains("configmap/x created"), "{out}");
+        let out = ok(
+            run(&["create", "deployment", "d", "--image=nginx"])
+                .output()
+                .await
+                .unwrap(),
+            "create deployment",
+        );
+        assert!(out.contains("deployment.apps/d created"), "{out}");
+
+        // Pods: Kubernetes' columns, NAMESPACE first with -A.
+        let out = ok(
+            run(&["get", "pods", "-A"]).output().await.unwrap(),
+            "get pods -A",
+        );
+        let mut lines = out.lines();
+        let head: Vec<&str> = lines
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        assert_eq!(
+            head,
+            ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+            "{out}"
+        );
+        let row: Vec<&str> = lines
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        assert_eq!(&row[..5], ["ns-1", "pod-1", "1/1", "Running", "2"], "{out}");
+
+        let out = ok(
+            run(&["get", "deployments"]).output().await.unwrap(),
+            "get deployments",
+        );
+        assert!(
+            out.lines()
+                .next()
+                .unwrap_or_default()
+                .split_whitespace()
+                .eq(["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]),
+            "{out}"
+        );
+        assert!(out.contains("d ") && out.contains("0/1"), "{out}");
+        let out = ok(
+            run(&["get", "configmaps"]).output().await.unwrap(),
+            "get configmaps",
+        );
+        assert!(out.starts_with("NAME") && out.contains("DATA"), "{out}");
+
+        // Namespaces: the created one and those objects live in.
+        let out = ok(
+            run(&["get", "namespaces"]).output().await.unwrap(),
+            "get namespaces",
+        );
+        let names: Vec<&str> = out
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(names, ["default", "made", "ns-1"], "{out}");
+        assert!(out.contains("Active"), "{out}");
+        let out = ok(
+            run(&["get", "namespace", "ns-1", "-o", "jsonpath={.status.phase}"])
+                .output()
+                .await
+                .unwrap(),
+            "get namespace ns-1",
+        );
+        assert_eq!(out, "Active");
+
+        // apply -f with validation on: create, then patch.
+        let file = cache.with_extension("apply.yaml");
+        let manifest = |v: &str| {
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n  namespace: default\ndata:\n  mode: \"{v}\"\n"
+            )
+        };
+        std::fs::write(&file, manifest("one")).unwrap();
+        let out = ok(
+            run(&["apply", "-f"]).arg(&file).output().await.unwrap(),
+            "apply (create)",
+        );
+        assert!(out.contains("configmap/applied created"), "{out}");
+        std::fs::write(&file, manifest("two")).unwrap();
+        let out = run(&["apply", "-f"]).arg(&file).output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let out = ok(out, "apply (patch)");
+        assert!(out.contains("configmap/applied configured"), "{out}");
+        assert!(!stderr.contains("warning"), "{stderr}");
+        let cm = server
+            .store()
+            .get("configmaps", "default", "applied")
+            .unwrap()
+            .unwrap();
+        assert_eq!(cm["data"]["mode"], "two");
+        let _ = std::fs::remove_file(&file);
+        let _ = std::fs::remove_dir_all(&cache);
+    }
+}

@@ -1,0 +1,157 @@
+//! Namespaces that exist because objects live in them.
+//!
+//! The server does not require a `Namespace` object before objects are created in a namespace
+//! (Kubernetes' `NamespaceLifecycle` admission would refuse them; the bench pods live in
+//! `ns-0` … `ns-99` without one). So that `kubectl get namespaces` lists what is there, a
+//! namespace that holds at least one object and has no `Namespace` object of its own is
+//! *implied*: LIST and GET of `namespaces` answer it as an `Active` `Namespace`, as if it had
+//! been created with its oldest object (that object's revision is its resourceVersion, that
+//! object's creationTimestamp its own; its uid is derived from its name, so it is stable).
+//!
+//! Implied namespaces are a read-side view of the current state: they are not stored, they make
+//! no watch events (an informer on namespaces sees them in its lists only), a list at an older
+//! revision shows the current ones, and a page may hold more than `limit` items when implied
+//! ones fall in its key range. Creating the `Namespace` makes it a stored object like any other
+//! (and it replaces the implied one); deleting it leaves the objects in it, and the namespace
+//! implied again while they remain.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::list::{self, ListedPage};
+use crate::object::StoredObject;
+use crate::query::Query;
+use crate::resource::ResourceDef;
+use crate::status::ApiError;
+use crate::store::Store;
+
+/// True if `def` is the core `namespaces` resource.
+pub fn is_namespaces(def: &ResourceDef) -> bool {
+    def.group.is_empty() && def.plural == "namespaces"
+}
+
+/// A stable UUID-shaped uid for an implied namespace.
+fn implied_uid(name: &str) -> String {
+    let half = |salt: u8| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (salt, "kinformer-implied-namespace", name).hash(&mut h);
+        h.finish().to_be_bytes()
+    };
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&half(1));
+    bytes[8..].copy_from_slice(&half(2));
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
+/// The `Namespace` shown for `name`, implied by `oldest`, its oldest object.
+///
+/// # Errors
+/// 500 if the object cannot be serialized (never for a `Value`).
+pub fn implied(name: &str, oldest: &StoredObject) -> Result<Arc<StoredObject>, ApiError> {
+    let created = oldest
+        .to_value()
+        .ok()
+        .and_then(|v| v.get("metadata")?.get("creationTimestamp").cloned())
+        .unwrap_or(Value::Null);
+    let mut meta = json!({
+        "name": name,
+        "uid": implied_uid(name),
+        "resourceVersion": oldest.revision.to_string(),
+        "labels": {"kubernetes.io/metadata.name": name},
+    });
+    if !created.is_null() {
+        meta["creationTimestamp"] = created;
+    }
+    let ns = json!({
+        "kind": "Namespace",
+        "apiVersion": "v1",
+        "metadata": meta,
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    });
+    StoredObject::from_value(&ns, oldest.revision)
+        .map_err(|e| ApiError::internal(format!("serialization failed: {e}")))
+}
+
+/// The namespace `name` when it is implied (objects live in it, no `Namespace` is stored).
+///
+/// # Errors
+/// As [`implied`].
+pub fn get_implied(store: &Store, name: &str) -> Result<Option<Arc<StoredObject>>, ApiError> {
+    store
+        .namespaces_in_use()
+        .get(name)
+        .map(|o| implied(name, o))
+        .transpose()
+}
+
+/// Adds the implied namespaces that fall in `page`'s key range (after the continue token's key,
+/// up to the page's last key when more follow) and match the query's selectors, in key order.
+///
+/// # Errors
+/// As [`implied`].
+pub fn add_implied(store: &Store, q: &Query, page: ListedPage) -> Result<ListedPage, ApiError> {
+    let after = q
+        .continue_token
+        .as_deref()
+        .and_then(|t| list::decode_continue(t).ok())
+        .map(|(_, key)| key);
+    // The page's last key when more follow (the continue token's key).
+    let until = page
+        .continue_token
+        .as_deref()
+        .and_then(|t| list::decode_continue(t).ok())
+        .map(|(_, key)| key);
+    let mut extra = Vec::new();
+    for (name, oldest) in store.namespaces_in_use() {
+        if after.as_deref().is_some_and(|a| name.as_str() <= a)
+            || until.as_deref().is_some_and(|u| name.as_str() > u)
+            || page.items.iter().any(|o| o.name == name)
+            || store.namespace_object_exists(&name)
+        {
+            continue;
+        }
+        let ns = implied(&name, &oldest)?;
+        if list::selects(&q.label_selector, &q.field_selector, &ns) {
+            extra.push(ns);
+        }
+    }
+    if extra.is_empty() {
+        return Ok(page);
+    }
+    let mut items = page.items;
+    items.extend(extra);
+    items.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(ListedPage { items, ..page })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn implied_namespaces_are_stable_active_namespaces() {
+        let pod = StoredObject::from_value(
+            &json!({"metadata": {"name": "p", "namespace": "ns-1", "creationTimestamp": "2026-01-01T00:00:00Z"}}),
+            12,
+        )
+        .unwrap();
+        let ns = implied("ns-1", &pod).unwrap();
+        let v = ns.to_value().unwrap();
+        assert_eq!(v["kind"], "Namespace");
+        assert_eq!(v["metadata"]["resourceVersion"], "12");
+        assert_eq!(v["metadata"]["creationTimestamp"], "2026-01-01T00:00:00Z");
+        assert_eq!(
+            v["metadata"]["labels"]["kubernetes.io/metadata.name"],
+            "ns-1"
+        );
+        assert_eq!(v["status"]["phase"], "Active");
+        assert_eq!((ns.name.as_str(), ns.namespace.as_str()), ("ns-1", ""));
+        assert_eq!(implied_uid("ns-1"), implied_uid("ns-1"));
+        assert_ne!(implied_uid("ns-1"), implied_uid("ns-2"));
+    }
+}
