@@ -10,8 +10,11 @@
 //! per kind that names its `apiVersion`, `kind`, `metadata` and otherwise keeps unknown fields
 //! (no field-level schema, so no `kubectl explain`). The PATCH request bodies offered are JSON
 //! patch, merge patch and apply; strategic merge patch is not advertised (the schemas carry no
-//! patch strategies), so `kubectl apply` computes its patches from its built-in types. There is
-//! no `/openapi/v2` (kubectl reads v2 only where v3 is missing).
+//! patch strategies), so `kubectl apply` computes its patches from its built-in types.
+//!
+//! `/openapi/v2` is an empty Swagger 2.0 document (no paths, no definitions), in protobuf
+//! (gnostic's `openapi_v2.Document`, which kubectl asks for) or JSON: kubectl 1.27 and 1.28
+//! refuse to `apply` without one, and, finding no schema in it, patch with their built-in types.
 
 use std::hash::{Hash, Hasher};
 
@@ -330,9 +333,72 @@ pub fn document(resources: &[ResourceDef], rest: &[&str]) -> Option<Value> {
     }
 }
 
+/// The media type of a protobuf OpenAPI v2 document.
+pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+fn proto_bytes(field: u8, bytes: &[u8], out: &mut Vec<u8>) {
+    out.push((field << 3) | 2);
+    // Lengths here are short (one varint byte); longer ones take the continuation bit.
+    let mut len = bytes.len();
+    while len >= 0x80 {
+        out.push((len as u8 & 0x7f) | 0x80);
+        len >>= 7;
+    }
+    out.push(len as u8);
+    out.extend_from_slice(bytes);
+}
+
+/// `/openapi/v2` as gnostic's `openapi_v2.Document` in protobuf: `swagger` (1) `"2.0"`, `info`
+/// (2) with `title` (1) and `version` (2), and empty `paths` (8).
+pub fn v2_protobuf() -> Vec<u8> {
+    let version = crate::discovery::version();
+    let mut info = Vec::new();
+    proto_bytes(1, b"Kubernetes", &mut info);
+    proto_bytes(
+        2,
+        version["gitVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .as_bytes(),
+        &mut info,
+    );
+    let mut doc = Vec::new();
+    proto_bytes(1, b"2.0", &mut doc);
+    proto_bytes(2, &info, &mut doc);
+    proto_bytes(8, &[], &mut doc);
+    doc
+}
+
+/// `/openapi/v2` in JSON: the same empty document.
+pub fn v2_json() -> Value {
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": crate::discovery::version()["gitVersion"]},
+        "paths": {},
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_v2_document_is_an_empty_swagger_document() {
+        let pb = v2_protobuf();
+        let version = b"v1.33.0-kinformer";
+        let mut want = vec![0x0a, 3];
+        want.extend_from_slice(b"2.0");
+        want.extend_from_slice(&[0x12, (2 + 10 + 2 + version.len()) as u8, 0x0a, 10]);
+        want.extend_from_slice(b"Kubernetes");
+        want.extend_from_slice(&[0x12, version.len() as u8]);
+        want.extend_from_slice(version);
+        want.extend_from_slice(&[0x42, 0]);
+        assert_eq!(pb, want);
+        assert_eq!(v2_json()["swagger"], "2.0");
+        let mut long = Vec::new();
+        proto_bytes(1, &[7; 200], &mut long);
+        assert_eq!(&long[..3], &[0x0a, 0xc8, 0x01]);
+    }
 
     fn patch_ops(doc: &Value) -> Vec<&Value> {
         doc["paths"]

@@ -139,6 +139,23 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
         ["version"] => return Ok(value_response(&discovery::version())),
         ["healthz" | "readyz" | "livez"] => return Ok((StatusCode::OK, "ok").into_response()),
         ["api"] => return Ok(value_response(&discovery::core_versions())),
+        ["openapi", "v2"] => {
+            let accept = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            return Ok(if accept.contains(openapi::V2_PROTOBUF) {
+                typed_response(
+                    StatusCode::OK,
+                    Bytes::from(openapi::v2_protobuf()),
+                    // As kube-apiserver: Go's mime parser refuses the requested type's `@`.
+                    "application/octet-stream",
+                )
+            } else {
+                value_response(&openapi::v2_json())
+            });
+        }
         ["openapi", "v3"] => return Ok(value_response(&openapi::index(&resources))),
         ["openapi", "v3", rest @ ..] => {
             return openapi::document(&resources, rest)

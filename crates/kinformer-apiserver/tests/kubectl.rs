@@ -177,7 +177,7 @@ async fn kubectl_gets_watches_creates_and_deletes() {
     let _ = std::fs::remove_dir_all(&cache);
 }
 
-/// kubectl 1.32 (the PATH default) and 1.33 where bundled: server-side tables, implied
+/// kubectl on PATH and every bundled 1.27–1.33: server-side tables, implied
 /// namespaces, typed creates and `apply` with client-side validation on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_prints_tables_lists_namespaces_and_applies() {
@@ -185,10 +185,14 @@ async fn kubectl_prints_tables_lists_namespaces_and_applies() {
         eprintln!("SKIPPED: no kubectl on PATH");
         return;
     };
+    // The PATH kubectl may be a dispatcher that picks the bundled version closest to the
+    // server's (1.33); name the bundled ones too.
     let mut bins = vec![default_bin];
-    let v133 = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
-    if std::path::Path::new(v133).is_file() {
-        bins.push(v133.to_string());
+    for minor in 27..=33 {
+        let b = format!("/usr/lib/google-cloud-sdk/bin/kubectl.1.{minor}");
+        if std::path::Path::new(&b).is_file() {
+            bins.push(b);
+        }
     }
     for bin in bins {
         let server = TestServer::start().await.unwrap();
@@ -331,6 +335,32 @@ async fn kubectl_prints_tables_lists_namespaces_and_applies() {
             .unwrap()
             .unwrap();
         assert_eq!(cm["data"]["mode"], "two");
+        // A Deployment: kubectl sends a strategic merge patch computed from its built-in types.
+        let deploy = |image: &str| {
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: default\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        image: {image}\n"
+            )
+        };
+        for (image, verb) in [("nginx:1.26", "created"), ("nginx:1.27", "configured")] {
+            std::fs::write(&file, deploy(image)).unwrap();
+            let out = run(&["apply", "-f"]).arg(&file).output().await.unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            let out = ok(out, "apply deployment");
+            assert!(
+                out.contains(&format!("deployment.apps/web {verb}")),
+                "{out}"
+            );
+            assert!(!stderr.contains("warning"), "{stderr}");
+        }
+        let d = server
+            .store()
+            .get("deployments.apps", "default", "web")
+            .unwrap()
+            .unwrap();
+        let c = &d["spec"]["template"]["spec"]["containers"];
+        assert_eq!(c.as_array().map(Vec::len), Some(1), "{d}");
+        assert_eq!(c[0]["image"], "nginx:1.27");
+        assert!(!d.to_string().contains("$setElementOrder"), "{d}");
         let _ = std::fs::remove_file(&file);
         let _ = std::fs::remove_dir_all(&cache);
     }
