@@ -12,8 +12,11 @@
 //! no watch events (an informer on namespaces sees them in its lists only), a list at an older
 //! revision shows the current ones, and a page may hold more than `limit` items when implied
 //! ones fall in its key range. Creating the `Namespace` makes it a stored object like any other
-//! (and it replaces the implied one); deleting it leaves the objects in it, and the namespace
-//! implied again while they remain.
+//! (and it replaces the implied one); so does the first PATCH or PUT of an implied namespace
+//! (`kubectl label namespace ns-1 team=a`): it is created as shown, then changed. Deleting a
+//! stored `Namespace` leaves the objects in it (there is no namespace controller), and the
+//! namespace is implied again while they remain; deleting an implied one is refused (405, the
+//! message says why) — delete the objects instead.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -129,6 +132,42 @@ pub fn add_implied(store: &Store, q: &Query, page: ListedPage) -> Result<ListedP
     Ok(ListedPage { items, ..page })
 }
 
+/// Before a write to namespace `name` (`ridx`: the namespaces resource): an implied namespace
+/// is created as shown (PATCH, PUT), or its deletion refused.
+///
+/// # Errors
+/// 405 for the deletion of an implied namespace; the create's errors otherwise.
+pub fn before_write(store: &Store, ridx: usize, name: &str, delete: bool) -> Result<(), ApiError> {
+    if store.get_at(ridx, None, name).is_some() {
+        return Ok(());
+    }
+    let Some(ns) = get_implied(store, name)? else {
+        return Ok(());
+    };
+    if delete {
+        return Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "namespace \"{name}\" has no Namespace object: it exists because objects live in it; delete them to remove it"
+            ),
+        ));
+    }
+    let mut v = ns
+        .to_value()
+        .map_err(|e| ApiError::internal(format!("implied namespace is not JSON: {e}")))?;
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        for k in ["resourceVersion", "uid", "creationTimestamp"] {
+            m.remove(k);
+        }
+    }
+    match store.create_at(ridx, None, v) {
+        // Created meanwhile by another request: the write goes to that one.
+        Err(e) if e.code == 409 => Ok(()),
+        other => other.map(|_| ()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +192,27 @@ mod tests {
         assert_eq!((ns.name.as_str(), ns.namespace.as_str()), ("ns-1", ""));
         assert_eq!(implied_uid("ns-1"), implied_uid("ns-1"));
         assert_ne!(implied_uid("ns-1"), implied_uid("ns-2"));
+    }
+
+    #[test]
+    fn writes_to_an_implied_namespace_create_it_and_deletes_are_refused() {
+        let store = Store::new(ResourceDef::builtins(), Default::default());
+        let (pods, _) = store.resolve("pods").unwrap();
+        let (nss, _) = store.resolve("namespaces").unwrap();
+        store
+            .create_at(pods, Some("ns-1"), json!({"metadata": {"name": "p"}}))
+            .unwrap();
+        assert_eq!(
+            before_write(&store, nss, "ns-1", true).unwrap_err().code,
+            405
+        );
+        before_write(&store, nss, "nope", false).unwrap();
+        assert!(!store.namespace_object_exists("nope"));
+        before_write(&store, nss, "ns-1", false).unwrap();
+        let stored = store.get_at(nss, None, "ns-1").unwrap().to_value().unwrap();
+        assert_eq!(stored["status"]["phase"], "Active");
+        assert_eq!(stored["metadata"]["resourceVersion"], "2");
+        // Stored now: nothing more to do, and it may be deleted.
+        before_write(&store, nss, "ns-1", true).unwrap();
     }
 }

@@ -246,6 +246,12 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
         .map_err(|_| ApiError::body_timeout(st.config.body_read_timeout))??;
     let ns = target.namespace.as_deref();
     let s = &st.store;
+    if let Some(name) = &target.name
+        && namespaces::is_namespaces(&target.def)
+        && matches!(method, Method::PUT | Method::PATCH | Method::DELETE)
+    {
+        namespaces::before_write(s, target.ridx, name, method == Method::DELETE)?;
+    }
     match (method, target.name.as_deref()) {
         (Method::GET, Some(name)) => {
             let o = match s.get_at(target.ridx, ns, name) {

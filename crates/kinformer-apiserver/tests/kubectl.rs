@@ -309,6 +309,31 @@ async fn kubectl_prints_tables_lists_namespaces_and_applies() {
             "get namespace ns-1",
         );
         assert_eq!(out, "Active");
+        // Labelling an implied namespace creates it; deleting one is refused with the reason.
+        ok(
+            run(&["label", "namespace", "ns-1", "team=a"])
+                .output()
+                .await
+                .unwrap(),
+            "label namespace",
+        );
+        let stored = server
+            .store()
+            .get("namespaces", "", "ns-1")
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored["metadata"]["labels"]["team"], "a");
+        server.store().delete("namespaces", "", "ns-1").unwrap();
+        let out = run(&["delete", "namespace", "ns-1"])
+            .output()
+            .await
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("objects live in it"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
 
         // apply -f with validation on: create, then patch.
         let file = cache.with_extension("apply.yaml");
