@@ -13,7 +13,8 @@
 //! revision shows the current ones, and a page may hold more than `limit` items when implied
 //! ones fall in its key range. Creating the `Namespace` makes it a stored object like any other
 //! (and it replaces the implied one); so does the first PATCH or PUT of an implied namespace
-//! (`kubectl label namespace ns-1 team=a`): it is created as shown, then changed. Deleting a
+//! (`kubectl label namespace ns-1 team=a`): it is created (labels and status as shown; a new
+//! uid, resourceVersion and creation time, as for any create), then changed. Deleting a
 //! stored `Namespace` leaves the objects in it (there is no namespace controller), and the
 //! namespace is implied again while they remain; deleting an implied one is refused (405, the
 //! message says why) — delete the objects instead.
@@ -133,7 +134,7 @@ pub fn add_implied(store: &Store, q: &Query, page: ListedPage) -> Result<ListedP
 }
 
 /// Before a write to namespace `name` (`ridx`: the namespaces resource): an implied namespace
-/// is created as shown (PATCH, PUT), or its deletion refused.
+/// is created (PATCH, PUT), or its deletion refused.
 ///
 /// # Errors
 /// 405 for the deletion of an implied namespace; the create's errors otherwise.

@@ -233,8 +233,8 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
     } else {
         media::negotiate(accept, &target.def)?
     };
-    // `kubectl get` asks for a server-side Table (reads only; a watch stays plain objects).
-    let table = if method == Method::GET && !query.watch && table::wants_table(accept) {
+    // `kubectl get` asks for a server-side Table (reads and watches).
+    let table = if method == Method::GET && table::wants_table(accept) {
         Some(table::IncludeObject::parse(req.uri().query())?)
     } else {
         None
@@ -269,7 +269,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
             object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::GET, None) if query.watch => {
-            start_watch(st, &target, query, faults, closes, format).await
+            start_watch(st, &target, query, faults, closes, format, table).await
         }
         (Method::GET, None) => {
             let page = list::list_objects(
@@ -476,6 +476,7 @@ async fn start_watch(
     faults: Vec<Fault>,
     closes: tokio::sync::watch::Receiver<u64>,
     format: Format,
+    table: Option<table::IncludeObject>,
 ) -> Result<Response, ApiError> {
     let store = &st.store;
     let protobuf = matches!(format, Format::Protobuf { .. });
@@ -549,6 +550,7 @@ async fn start_watch(
         faults,
         closes,
         protobuf,
+        table,
     };
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     tokio::spawn(watch::run(req, tx));

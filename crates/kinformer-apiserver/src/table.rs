@@ -6,6 +6,8 @@
 //! NAME, READY, UP-TO-DATE, AVAILABLE, AGE; …) and NAME, AGE for any other kind. Each row
 //! carries the object as `includeObject` asks: its metadata (`PartialObjectMetadata`, the
 //! default, which kubectl needs for the NAMESPACE column of `-A`), the whole object, or none.
+//! A watch that asks for a table (`kubectl get -w`) gets each event's object as a one-row
+//! table with the same columns.
 
 use std::sync::Arc;
 

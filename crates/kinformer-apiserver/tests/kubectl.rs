@@ -289,6 +289,46 @@ async fn kubectl_prints_tables_lists_namespaces_and_applies() {
         );
         assert!(out.starts_with("NAME") && out.contains("DATA"), "{out}");
 
+        // get -w: table rows for the watch events too, under the one header.
+        let mut watch = run(&["get", "configmaps", "-n", "default", "-w"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+        let mut seen = Vec::new();
+        let watched = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Ok(Some(l)) = lines.next_line().await {
+                if l.starts_with("x ") && seen.iter().all(|s: &String| !s.starts_with("w1 ")) {
+                    // The list was printed: the watch follows.
+                    server
+                        .store()
+                        .create(
+                            "configmaps",
+                            "default",
+                            json!({"metadata": {"name": "w1"}, "data": {"a": "1", "b": "2"}}),
+                        )
+                        .unwrap();
+                }
+                seen.push(l);
+                if seen.iter().any(|s| s.starts_with("w1 ")) {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        let _ = watch.kill().await;
+        assert_eq!(watched, Ok(true), "{bin} get -w: {seen:?}");
+        let headers = seen.iter().filter(|l| l.starts_with("NAME")).count();
+        assert_eq!(headers, 1, "{bin} get -w: {seen:?}");
+        let w1: Vec<&str> = seen
+            .iter()
+            .find(|l| l.starts_with("w1 "))
+            .map(|l| l.split_whitespace().collect())
+            .unwrap_or_default();
+        assert_eq!(&w1[..2], ["w1", "2"], "{bin} get -w: {seen:?}");
+
         // Namespaces: the created one and those objects live in.
         let out = ok(
             run(&["get", "namespaces"]).output().await.unwrap(),
