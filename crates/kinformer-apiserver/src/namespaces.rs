@@ -15,9 +15,9 @@
 //! (and it replaces the implied one); so does the first PATCH or PUT of an implied namespace
 //! (`kubectl label namespace ns-1 team=a`): it is created (labels and status as shown; a new
 //! uid, resourceVersion and creation time, as for any create), then changed. Deleting a
-//! stored `Namespace` leaves the objects in it (there is no namespace controller), and the
-//! namespace is implied again while they remain; deleting an implied one is refused (405, the
-//! message says why) — delete the objects instead.
+//! namespace, stored or implied, deletes the objects in it at once, as Kubernetes' namespace
+//! controller does in the background (an object with finalizers stays, marked for deletion,
+//! and keeps its namespace implied until its finalizers are removed).
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -133,27 +133,18 @@ pub fn add_implied(store: &Store, q: &Query, page: ListedPage) -> Result<ListedP
     Ok(ListedPage { items, ..page })
 }
 
-/// Before a write to namespace `name` (`ridx`: the namespaces resource): an implied namespace
-/// is created (PATCH, PUT), or its deletion refused.
+/// Before a PATCH or PUT of namespace `name` (`ridx`: the namespaces resource): an implied
+/// namespace is created, so that the write changes a stored object.
 ///
 /// # Errors
-/// 405 for the deletion of an implied namespace; the create's errors otherwise.
-pub fn before_write(store: &Store, ridx: usize, name: &str, delete: bool) -> Result<(), ApiError> {
+/// The create's errors.
+pub fn materialize(store: &Store, ridx: usize, name: &str) -> Result<(), ApiError> {
     if store.get_at(ridx, None, name).is_some() {
         return Ok(());
     }
     let Some(ns) = get_implied(store, name)? else {
         return Ok(());
     };
-    if delete {
-        return Err(ApiError::new(
-            405,
-            "MethodNotAllowed",
-            format!(
-                "namespace \"{name}\" has no Namespace object: it exists because objects live in it; delete them to remove it"
-            ),
-        ));
-    }
     let mut v = ns
         .to_value()
         .map_err(|e| ApiError::internal(format!("implied namespace is not JSON: {e}")))?;
@@ -167,6 +158,58 @@ pub fn before_write(store: &Store, ridx: usize, name: &str, delete: bool) -> Res
         Err(e) if e.code == 409 => Ok(()),
         other => other.map(|_| ()),
     }
+}
+
+/// Deletes every object in namespace `name`, as Kubernetes' namespace controller does once a
+/// namespace is deleted (here at once, within the request; an object with finalizers is only
+/// marked for deletion). Returns how many objects were deleted or marked.
+///
+/// # Errors
+/// A delete's error other than 404 (an object deleted meanwhile).
+pub fn delete_contents(store: &Store, name: &str) -> Result<usize, ApiError> {
+    let mut n = 0;
+    for (ridx, def) in store.resources().iter().enumerate() {
+        if !def.namespaced {
+            continue;
+        }
+        let page = store.list_page(ridx, Some(name), None, None, 0, |_| true)?;
+        for o in &page.items {
+            match store.delete_at(ridx, Some(name), &o.name, None, None) {
+                Ok(_) => n += 1,
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// The DELETE of an implied namespace: its objects are deleted (so it no longer exists) and
+/// the answer is the namespace as it was shown, `Terminating`, with a `deletionTimestamp`.
+/// `None` when `name` is not implied (stored, or not there at all).
+///
+/// # Errors
+/// As [`delete_contents`] and [`implied`].
+pub fn delete_implied(
+    store: &Store,
+    ridx: usize,
+    name: &str,
+) -> Result<Option<Arc<StoredObject>>, ApiError> {
+    if store.get_at(ridx, None, name).is_some() {
+        return Ok(None);
+    }
+    let Some(ns) = get_implied(store, name)? else {
+        return Ok(None);
+    };
+    delete_contents(store, name)?;
+    let mut v = ns
+        .to_value()
+        .map_err(|e| ApiError::internal(format!("implied namespace is not JSON: {e}")))?;
+    v["metadata"]["deletionTimestamp"] = json!(crate::object::now_rfc3339());
+    v["status"]["phase"] = json!("Terminating");
+    StoredObject::from_value(&v, store.revision())
+        .map(Some)
+        .map_err(|e| ApiError::internal(format!("serialization failed: {e}")))
 }
 
 #[cfg(test)]
@@ -196,24 +239,33 @@ mod tests {
     }
 
     #[test]
-    fn writes_to_an_implied_namespace_create_it_and_deletes_are_refused() {
+    fn writes_to_an_implied_namespace_create_it_and_deletes_empty_it() {
         let store = Store::new(ResourceDef::builtins(), Default::default());
         let (pods, _) = store.resolve("pods").unwrap();
+        let (cms, _) = store.resolve("configmaps").unwrap();
         let (nss, _) = store.resolve("namespaces").unwrap();
-        store
-            .create_at(pods, Some("ns-1"), json!({"metadata": {"name": "p"}}))
-            .unwrap();
-        assert_eq!(
-            before_write(&store, nss, "ns-1", true).unwrap_err().code,
-            405
-        );
-        before_write(&store, nss, "nope", false).unwrap();
+        for (r, ns, n) in [(pods, "ns-1", "p"), (cms, "ns-1", "c"), (pods, "ns-2", "q")] {
+            store
+                .create_at(r, Some(ns), json!({"metadata": {"name": n}}))
+                .unwrap();
+        }
+        materialize(&store, nss, "nope").unwrap();
         assert!(!store.namespace_object_exists("nope"));
-        before_write(&store, nss, "ns-1", false).unwrap();
-        let stored = store.get_at(nss, None, "ns-1").unwrap().to_value().unwrap();
+        materialize(&store, nss, "ns-2").unwrap();
+        let stored = store.get_at(nss, None, "ns-2").unwrap().to_value().unwrap();
         assert_eq!(stored["status"]["phase"], "Active");
-        assert_eq!(stored["metadata"]["resourceVersion"], "2");
-        // Stored now: nothing more to do, and it may be deleted.
-        before_write(&store, nss, "ns-1", true).unwrap();
+        assert_eq!(stored["metadata"]["resourceVersion"], "4");
+        // A stored namespace is left to the caller's delete.
+        assert!(delete_implied(&store, nss, "ns-2").unwrap().is_none());
+        let gone = delete_implied(&store, nss, "ns-1").unwrap().unwrap();
+        let gone = gone.to_value().unwrap();
+        assert_eq!(gone["status"]["phase"], "Terminating");
+        assert!(gone["metadata"]["deletionTimestamp"].is_string());
+        assert_eq!(store.len_at(cms), 0);
+        assert_eq!(store.len_at(pods), 1);
+        assert!(get_implied(&store, "ns-1").unwrap().is_none());
+        assert!(delete_implied(&store, nss, "ns-1").unwrap().is_none());
+        assert_eq!(delete_contents(&store, "ns-2").unwrap(), 1);
+        assert_eq!(store.len_at(pods), 0);
     }
 }

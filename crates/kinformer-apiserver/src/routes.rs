@@ -248,9 +248,16 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
     let s = &st.store;
     if let Some(name) = &target.name
         && namespaces::is_namespaces(&target.def)
-        && matches!(method, Method::PUT | Method::PATCH | Method::DELETE)
     {
-        namespaces::before_write(s, target.ridx, name, method == Method::DELETE)?;
+        match method {
+            Method::PUT | Method::PATCH => namespaces::materialize(s, target.ridx, name)?,
+            Method::DELETE => {
+                if let Some(ns) = namespaces::delete_implied(s, target.ridx, name)? {
+                    return object_response(&target.def, format, StatusCode::OK, &ns);
+                }
+            }
+            _ => {}
+        }
     }
     match (method, target.name.as_deref()) {
         (Method::GET, Some(name)) => {
@@ -336,6 +343,9 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                 .and_then(Value::as_str);
             let uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
             let o = s.delete_at(target.ridx, ns, name, rv, uid)?;
+            if namespaces::is_namespaces(&target.def) {
+                namespaces::delete_contents(s, name)?;
+            }
             object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::DELETE, None)

@@ -349,7 +349,7 @@ async fn kubectl_prints_tables_lists_namespaces_and_applies() {
             "get namespace ns-1",
         );
         assert_eq!(out, "Active");
-        // Labelling an implied namespace creates it; deleting one is refused with the reason.
+        // Labelling an implied namespace creates it; deleting a namespace deletes its objects.
         ok(
             run(&["label", "namespace", "ns-1", "team=a"])
                 .output()
@@ -363,17 +363,42 @@ async fn kubectl_prints_tables_lists_namespaces_and_applies() {
             .unwrap()
             .unwrap();
         assert_eq!(stored["metadata"]["labels"]["team"], "a");
-        server.store().delete("namespaces", "", "ns-1").unwrap();
-        let out = run(&["delete", "namespace", "ns-1"])
-            .output()
-            .await
+        server
+            .store()
+            .create("configmaps", "gone", json!({"metadata": {"name": "c"}}))
             .unwrap();
-        assert!(!out.status.success());
+        for ns in ["ns-1", "gone"] {
+            let out = ok(
+                run(&["delete", "namespace", ns]).output().await.unwrap(),
+                "delete namespace",
+            );
+            assert!(
+                out.contains(&format!("namespace \"{ns}\" deleted")),
+                "{out}"
+            );
+        }
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains("objects live in it"),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+            server
+                .store()
+                .get("pods", "ns-1", "pod-1")
+                .unwrap()
+                .is_none()
         );
+        assert!(
+            server
+                .store()
+                .get("configmaps", "gone", "c")
+                .unwrap()
+                .is_none()
+        );
+        let out = ok(
+            run(&["get", "namespaces", "-o", "name"])
+                .output()
+                .await
+                .unwrap(),
+            "get namespaces",
+        );
+        assert_eq!(out, "namespace/default\nnamespace/made\n");
 
         // apply -f with validation on: create, then patch.
         let file = cache.with_extension("apply.yaml");
