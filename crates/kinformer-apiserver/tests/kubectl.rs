@@ -289,6 +289,19 @@ async fn kubectl_prints_tables_lists_namespaces_and_applies() {
         );
         assert!(out.starts_with("NAME") && out.contains("DATA"), "{out}");
 
+        // get all: the resources in the `all` category, each as a table.
+        let out = ok(
+            run(&["get", "all", "-n", "default"])
+                .output()
+                .await
+                .unwrap(),
+            "get all",
+        );
+        assert!(
+            out.contains("deployment.apps/d") && out.contains("UP-TO-DATE"),
+            "{out}"
+        );
+
         // get -w: table rows for the watch events too, under the one header.
         let mut watch = run(&["get", "configmaps", "-n", "default", "-w"])
             .stdout(Stdio::piped())
