@@ -35,8 +35,8 @@
 //! [`media`] (JSON, and protobuf for built-in kinds),
 //! [`selector`], [`query`], [`resource`] and [`discovery`], [`status`] (errors), [`faults`],
 //! [`synthetic`] (bench pods), [`table`] (server-side printing for kubectl),
-//! [`namespaces`] (namespaces implied by their objects), [`openapi`] (the documents kubectl
-//! validates and applies with), [`validate`] (what is refused, and how), [`config`] and
+//! [`namespaces`] (namespaces implied by their objects), [`openapi`] (what kubectl reads
+//! before it creates and applies), [`validate`] (what is refused, and how), [`config`] and
 //! [`server`].
 
 pub mod config;
