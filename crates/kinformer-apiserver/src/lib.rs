@@ -34,7 +34,9 @@
 //! Module map: [`store`] (revisions, history, writes), [`list`] and [`watch`] (reads),
 //! [`media`] (JSON, and protobuf for built-in kinds),
 //! [`selector`], [`query`], [`resource`] and [`discovery`], [`status`] (errors), [`faults`],
-//! [`synthetic`] (bench pods), [`validate`] (what is refused, and how), [`config`] and
+//! [`synthetic`] (bench pods), [`table`] (server-side printing for kubectl),
+//! [`namespaces`] (namespaces implied by their objects), [`openapi`] (what kubectl reads
+//! before it creates and applies), [`validate`] (what is refused, and how), [`config`] and
 //! [`server`].
 
 pub mod config;
@@ -45,7 +47,9 @@ mod handle;
 mod host;
 pub mod list;
 pub mod media;
+pub mod namespaces;
 pub mod object;
+pub mod openapi;
 pub mod query;
 pub mod resource;
 mod routes;
@@ -55,6 +59,7 @@ mod stats;
 pub mod status;
 pub mod store;
 pub mod synthetic;
+pub mod table;
 pub mod validate;
 pub mod watch;
 

@@ -112,16 +112,29 @@ impl ResourceDef {
         }
     }
 
+    /// The categories Kubernetes puts this resource in: `all` (what `kubectl get all` lists)
+    /// for pods, services, deployments and replicasets; none otherwise.
+    pub fn categories(&self) -> &'static [&'static str] {
+        match (self.group.as_str(), self.plural.as_str()) {
+            ("", "pods" | "services") | ("apps", "deployments" | "replicasets") => &["all"],
+            _ => &[],
+        }
+    }
+
     /// The `APIResource` entry for discovery.
     pub fn api_resource(&self) -> Value {
-        json!({
+        let mut r = json!({
             "name": self.plural,
             "singularName": self.singular,
             "namespaced": self.namespaced,
             "kind": self.kind,
             "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
             "shortNames": self.short_names,
-        })
+        });
+        if !self.categories().is_empty() {
+            r["categories"] = json!(self.categories());
+        }
+        r
     }
 
     /// The `APIResource` entry for the status subresource, if any.

@@ -21,12 +21,15 @@ use crate::faults::{Fault, Faults, RequestKind};
 use crate::host;
 use crate::list;
 use crate::media::{self, Format};
+use crate::namespaces;
 use crate::object::StoredObject;
+use crate::openapi;
 use crate::query::{Query, RvMatch};
 use crate::resource::ResourceDef;
 use crate::stats::ServerStats;
 use crate::status::ApiError;
 use crate::store::{PatchType, Store};
+use crate::table;
 use crate::validate;
 use crate::watch::{self, WatchRequest, WatchStart};
 
@@ -136,6 +139,29 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
         ["version"] => return Ok(value_response(&discovery::version())),
         ["healthz" | "readyz" | "livez"] => return Ok((StatusCode::OK, "ok").into_response()),
         ["api"] => return Ok(value_response(&discovery::core_versions())),
+        ["openapi", "v2"] => {
+            let accept = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            return Ok(if accept.contains(openapi::V2_PROTOBUF) {
+                typed_response(
+                    StatusCode::OK,
+                    Bytes::from(openapi::v2_protobuf()),
+                    // As kube-apiserver: Go's mime parser refuses the requested type's `@`.
+                    "application/octet-stream",
+                )
+            } else {
+                value_response(&openapi::v2_json())
+            });
+        }
+        ["openapi", "v3"] => return Ok(value_response(&openapi::index(&resources))),
+        ["openapi", "v3", rest @ ..] => {
+            return openapi::document(&resources, rest)
+                .map(|v| value_response(&v))
+                .ok_or_else(|| ApiError::unknown_path(&path));
+        }
         ["api", "v1"] => {
             return discovery::resource_list(&resources, "", "v1")
                 .map(|v| value_response(&v))
@@ -207,6 +233,12 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
     } else {
         media::negotiate(accept, &target.def)?
     };
+    // `kubectl get` asks for a server-side Table (reads and watches).
+    let table = if method == Method::GET && table::wants_table(accept) {
+        Some(table::IncludeObject::parse(req.uri().query())?)
+    } else {
+        None
+    };
     let limit = st.config.max_body_bytes;
     let read = read_body(req.into_body(), limit);
     let body = tokio::time::timeout(st.config.body_read_timeout, read)
@@ -214,15 +246,37 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
         .map_err(|_| ApiError::body_timeout(st.config.body_read_timeout))??;
     let ns = target.namespace.as_deref();
     let s = &st.store;
+    if let Some(name) = &target.name
+        && namespaces::is_namespaces(&target.def)
+    {
+        match method {
+            Method::PUT | Method::PATCH => namespaces::materialize(s, target.ridx, name)?,
+            Method::DELETE => {
+                if let Some(ns) = namespaces::delete_implied(s, target.ridx, name)? {
+                    return object_response(&target.def, format, StatusCode::OK, &ns);
+                }
+            }
+            _ => {}
+        }
+    }
     match (method, target.name.as_deref()) {
         (Method::GET, Some(name)) => {
-            let o = s
-                .get_at(target.ridx, ns, name)
-                .ok_or_else(|| ApiError::not_found(&target.def.group, &target.def.plural, name))?;
+            let o = match s.get_at(target.ridx, ns, name) {
+                Some(o) => Some(o),
+                None if namespaces::is_namespaces(&target.def) => namespaces::get_implied(s, name)?,
+                None => None,
+            }
+            .ok_or_else(|| ApiError::not_found(&target.def.group, &target.def.plural, name))?;
+            if let Some(include) = table {
+                return Ok(json_response(
+                    StatusCode::OK,
+                    table::object_table(&target.def, &o, include)?,
+                ));
+            }
             object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::GET, None) if query.watch => {
-            start_watch(st, &target, query, faults, closes, format).await
+            start_watch(st, &target, query, faults, closes, format, table).await
         }
         (Method::GET, None) => {
             let page = list::list_objects(
@@ -234,6 +288,23 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                 st.config.rv_wait,
             )
             .await?;
+            let page = if namespaces::is_namespaces(&target.def) {
+                namespaces::add_implied(s, &query, page)?
+            } else {
+                page
+            };
+            if let Some(include) = table {
+                return Ok(json_response(
+                    StatusCode::OK,
+                    table::list_table(
+                        &target.def,
+                        page.revision,
+                        &page.items,
+                        page.continue_token,
+                        include,
+                    )?,
+                ));
+            }
             list_response(
                 &target.def,
                 format,
@@ -272,6 +343,9 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                 .and_then(Value::as_str);
             let uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str);
             let o = s.delete_at(target.ridx, ns, name, rv, uid)?;
+            if namespaces::is_namespaces(&target.def) {
+                namespaces::delete_contents(s, name)?;
+            }
             object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::DELETE, None)
@@ -412,6 +486,7 @@ async fn start_watch(
     faults: Vec<Fault>,
     closes: tokio::sync::watch::Receiver<u64>,
     format: Format,
+    table: Option<table::IncludeObject>,
 ) -> Result<Response, ApiError> {
     let store = &st.store;
     let protobuf = matches!(format, Format::Protobuf { .. });
@@ -485,6 +560,7 @@ async fn start_watch(
         faults,
         closes,
         protobuf,
+        table,
     };
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     tokio::spawn(watch::run(req, tx));

@@ -25,6 +25,7 @@ use crate::resource::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 use crate::store::{EventType, Store};
+use crate::table::{IncludeObject, object_table};
 
 /// Events fetched from the history per lock.
 const BATCH: usize = 512;
@@ -70,6 +71,8 @@ pub struct WatchRequest {
     pub closes: watch::Receiver<u64>,
     /// Protobuf frames instead of JSON lines.
     pub protobuf: bool,
+    /// Each event's object as a one-row `Table` (`kubectl get -w`), JSON only.
+    pub table: Option<IncludeObject>,
 }
 
 /// An `{"type":T,"object":O}` line.
@@ -144,6 +147,7 @@ struct Sink {
     tx: mpsc::Sender<Bytes>,
     buf: BytesMut,
     protobuf: Option<Protobuf>,
+    table: Option<(ResourceDef, IncludeObject)>,
     sent: usize,
     close_after: Option<usize>,
     truncate_after: Option<usize>,
@@ -160,7 +164,17 @@ impl Sink {
         }
         let mut event = BytesMut::new();
         match &self.protobuf {
-            None => event_line(&mut event, kind, &obj.bytes),
+            None => match &self.table {
+                Some((def, include)) => match object_table(def, obj, *include) {
+                    Ok(t) => event_line(&mut event, kind, &t),
+                    Err(e) => {
+                        tracing::warn!("ending a table watch: {}", e.message);
+                        self.buf.put_slice(&error_event(&e, false));
+                        return false;
+                    }
+                },
+                None => event_line(&mut event, kind, &obj.bytes),
+            },
             Some(p) => match p.frame(kind, &obj.bytes) {
                 Ok(frame) => event.put_slice(&frame),
                 Err(e) => {
@@ -262,6 +276,10 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
             api_version: req.def.api_version(),
             kind: req.def.kind.clone(),
         }),
+        table: req
+            .table
+            .filter(|_| !req.protobuf)
+            .map(|include| (req.def.clone(), include)),
         sent: 0,
         close_after: None,
         truncate_after: None,

@@ -152,4 +152,34 @@ impl Store {
     pub fn len_at(&self, ridx: usize) -> usize {
         self.inner.read().objects.get(ridx).map_or(0, BTreeMap::len)
     }
+
+    /// Every namespace some current object of a namespaced resource lives in, with the oldest
+    /// such object (lowest revision): what [`crate::namespaces`] shows for a namespace that has
+    /// no `Namespace` object of its own.
+    pub fn namespaces_in_use(&self) -> BTreeMap<String, Arc<StoredObject>> {
+        let g = self.inner.read();
+        let mut out: BTreeMap<String, Arc<StoredObject>> = BTreeMap::new();
+        for (def, objects) in g.resources.iter().zip(&g.objects) {
+            if !def.namespaced {
+                continue;
+            }
+            for o in objects.values() {
+                match out.get(&o.namespace) {
+                    Some(old) if old.revision <= o.revision => {}
+                    _ => {
+                        out.insert(o.namespace.clone(), o.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// True if a core `Namespace` object named `name` is stored.
+    pub fn namespace_object_exists(&self, name: &str) -> bool {
+        let g = self.inner.read();
+        g.resources.iter().zip(&g.objects).any(|(d, objects)| {
+            d.group.is_empty() && d.plural == "namespaces" && objects.contains_key(name)
+        })
+    }
 }

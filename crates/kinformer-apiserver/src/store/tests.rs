@@ -153,3 +153,51 @@ fn finalizers_hold_a_deleted_object_until_the_last_is_removed() {
     assert!(s.get_at(cms, Some("a"), "x").is_none());
     assert_eq!(s.events_after(3, 10).unwrap()[0].kind, EventType::Deleted);
 }
+
+#[test]
+fn strategic_merge_directives_are_not_stored() {
+    let (s, cms) = store(100);
+    s.create_at(
+        cms,
+        Some("a"),
+        json!({"metadata": {"name": "x"}, "data": {"k": "v", "old": "1"}}),
+    )
+    .unwrap();
+    let patch = json!({
+        "$setElementOrder/items": [{"name": "a"}],
+        "metadata": {"labels": {"l": "1"}, "$retainKeys": ["labels"]},
+        "data": {"k": "w", "$deleteFromPrimitiveList/x": ["y"]},
+        "binaryData": {"$patch": "delete"},
+    });
+    let o = s
+        .patch_at(
+            cms,
+            Some("a"),
+            "x",
+            PatchType::StrategicMerge,
+            &patch,
+            false,
+        )
+        .unwrap()
+        .to_value()
+        .unwrap();
+    assert_eq!(o["data"], json!({"k": "w", "old": "1"}));
+    assert_eq!(o["metadata"]["labels"], json!({"l": "1"}));
+    assert!(o.get("$setElementOrder/items").is_none(), "{o}");
+    assert!(o.get("binaryData").is_none(), "{o}");
+}
+
+#[test]
+fn namespaces_in_use_names_each_namespace_with_its_oldest_object() {
+    let (s, cms) = store(100);
+    let (pods, _) = s.resolve("pods").unwrap();
+    let (nss, _) = s.resolve("namespaces").unwrap();
+    s.create_at(pods, Some("b"), cm("p")).unwrap();
+    s.create_at(cms, Some("a"), cm("x")).unwrap();
+    s.create_at(cms, Some("b"), cm("y")).unwrap();
+    s.create_at(nss, None, cm("c")).unwrap();
+    let used = s.namespaces_in_use();
+    let seen: Vec<(&str, u64)> = used.iter().map(|(n, o)| (n.as_str(), o.revision)).collect();
+    assert_eq!(seen, [("a", 2), ("b", 1)]);
+    assert!(s.namespace_object_exists("c") && !s.namespace_object_exists("a"));
+}

@@ -170,7 +170,15 @@ impl Store {
                                 "a merge patch must be a JSON object",
                             ));
                         }
-                        json_patch::merge(&mut v, patch);
+                        if kind == PatchType::StrategicMerge {
+                            let p = match without_directives(patch) {
+                                Value::Null => json!({}),
+                                p => p,
+                            };
+                            json_patch::merge(&mut v, &p);
+                        } else {
+                            json_patch::merge(&mut v, patch);
+                        }
                     }
                 }
                 validate::patched(&def, name, &v)?;
@@ -426,4 +434,31 @@ pub(super) fn set_type_meta(def: &ResourceDef, obj: &mut Value) {
 pub(super) fn set_rv(obj: &mut Value, rev: u64) -> Result<(), ApiError> {
     meta_mut(obj)?.insert("resourceVersion".into(), json!(rev.to_string()));
     Ok(())
+}
+
+/// A strategic merge patch as the merge patch this store applies: its directives
+/// (`$setElementOrder/…`, `$retainKeys`, `$deleteFromPrimitiveList/…`, `$patch`) are not
+/// fields, so they are dropped, except `$patch: delete`, which deletes its map (lists are
+/// replaced whole, as in a merge patch).
+fn without_directives(patch: &Value) -> Value {
+    match patch {
+        Value::Object(m) => {
+            if m.get("$patch").and_then(Value::as_str) == Some("delete") {
+                return Value::Null;
+            }
+            Value::Object(
+                m.iter()
+                    .filter(|(k, _)| !k.starts_with('$'))
+                    .map(|(k, v)| (k.clone(), without_directives(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .filter(|v| !v.as_object().is_some_and(|m| m.contains_key("$patch")))
+                .map(without_directives)
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
