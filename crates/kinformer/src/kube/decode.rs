@@ -59,6 +59,7 @@ impl JsonDecoder {
 
     /// Splits a list body into its metadata and its items' JSON.
     fn split_list(self, body: &str) -> Result<(ListMeta, Vec<Cow<'_, str>>), String> {
+        require_object(body)?;
         match self {
             JsonDecoder::SerdeJson => {
                 let raw: RawList<'_> = serde_json::from_str(body).map_err(|e| e.to_string())?;
@@ -83,6 +84,7 @@ impl JsonDecoder {
 
     /// Splits a watch line into its event type and its object's JSON.
     fn split_event(self, line: &str) -> Result<(String, Cow<'_, str>), String> {
+        require_object(line)?;
         match self {
             JsonDecoder::SerdeJson => serde_json::from_str::<RawEvent<'_>>(line)
                 .map(|e| (e.kind, Cow::Borrowed(e.object.get())))
@@ -92,6 +94,15 @@ impl JsonDecoder {
                 .map(|e| (e.kind, e.object.as_raw_cow()))
                 .map_err(|e| crate::cache::meta::sonic_message(&e)),
         }
+    }
+}
+
+/// Refuses JSON that is not an object: serde's derived structs also read arrays, field by field
+/// in order, which no Kubernetes list or watch event is (Go's decoder refuses them too).
+fn require_object(json: &str) -> Result<(), String> {
+    match json.trim_start().as_bytes().first() {
+        Some(b'{') => Ok(()),
+        _ => Err("expected a JSON object".to_owned()),
     }
 }
 
@@ -348,6 +359,18 @@ mod tests {
                 message.contains("invalid type") && !message.contains('\n'),
                 "{d:?}: {message}"
             );
+        }
+    }
+
+    #[test]
+    fn arrays_are_neither_lists_nor_watch_events() {
+        for &d in JsonDecoder::ALL {
+            // serde's derived structs would read these field by field.
+            let list = decode_list_with::<ConfigMap>(d, r#"[{}, [{"metadata":{"name":"a"}}]]"#);
+            assert!(list.is_err_and(|e| e.is_decode()), "{d:?}");
+            let line = r#"["ADDED", {"metadata":{"name":"a"}}]"#;
+            let event = decode_watch_line_with::<ConfigMap>(d, line);
+            assert!(matches!(event, Some(Err(e)) if e.is_decode()), "{d:?}");
         }
     }
 
