@@ -125,6 +125,12 @@ impl<K> Lazy<K> {
 
     /// Parses the metadata of `raw`; the parse reads (and so validates) the whole body.
     fn from_body(raw: Box<str>) -> Result<Self, serde_json::Error> {
+        // serde's derived structs also read arrays, field by field: refuse them first.
+        if !raw.trim_start().starts_with('{') {
+            return Err(<serde_json::Error as de::Error>::custom(
+                "expected a JSON object",
+            ));
+        }
         let envelope: Envelope = meta::from_json(&raw)?;
         Ok(Self::with(envelope, Body::Json(raw)))
     }

@@ -53,6 +53,7 @@ fn a_body_that_is_not_a_valid_object_fails_when_read_with_its_name() {
 fn malformed_metadata_or_a_non_object_is_a_decode_error() {
     for bad in [
         r#"[1,2]"#,
+        r#"[{"name":"read-as-metadata"}]"#,
         r#""pod""#,
         r#"{"metadata":{"name":5}}"#,
         r#"{"metadata":{"labels":{"a":1}}}"#,
