@@ -141,6 +141,29 @@ impl<D> FifoCore<D> {
         self.popped.notify_waiters();
     }
 
+    /// Ends the paged replace: `tombstone` queues deletions for what is queued or known but
+    /// was not listed (only when the replace did not begin fresh), then everything `queued`
+    /// counts belongs to the first population, which is complete.
+    ///
+    /// # Errors
+    /// [`CacheError::Closed`]; [`CacheError::NoPagedReplace`] if none was begun.
+    pub(crate) fn finish_paged(
+        &self,
+        tombstone: impl FnOnce(&mut D, &FastSet<ObjectKey>),
+        queued: impl FnOnce(&D) -> usize,
+    ) -> Result<(), CacheError> {
+        let mut s = self.lock_open()?;
+        let paged = s.paged.take().ok_or(CacheError::NoPagedReplace)?;
+        if let Some(seen) = paged.seen {
+            tombstone(&mut s.data, &seen);
+        }
+        s.initial_population_count = queued(&s.data);
+        s.populated = true;
+        drop(s);
+        self.wake();
+        Ok(())
+    }
+
     /// Waits until fewer than `limit` items of the first population are queued, or the
     /// queue is closed.
     ///

@@ -395,18 +395,12 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
     }
 
     fn finish_paged_replace(&self, _resource_version: &str) -> Result<(), CacheError> {
-        let mut guard = self.core.lock_open()?;
-        let s = &mut *guard;
-        let paged = s.paged.take().ok_or(CacheError::NoPagedReplace)?;
-        if let Some(seen) = paged.seen {
-            self.queue_tombstones(&mut s.data, |k| seen.contains(k));
-        }
-        // Everything queued now belongs to the first population.
-        s.initial_population_count = s.data.queue.len();
-        s.populated = true;
-        drop(guard);
-        self.core.wake();
-        Ok(())
+        self.core.finish_paged(
+            |data, seen| {
+                self.queue_tombstones(data, |k| seen.contains(k));
+            },
+            |data| data.queue.len(),
+        )
     }
 
     fn resync(&self) -> Result<(), CacheError> {

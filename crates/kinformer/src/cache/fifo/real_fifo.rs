@@ -379,19 +379,13 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
     }
 
     fn finish_paged_replace(&self, _resource_version: &str) -> Result<(), CacheError> {
-        let mut guard = self.core.lock_open()?;
-        let s = &mut *guard;
-        let paged = s.paged.take().ok_or(CacheError::NoPagedReplace)?;
-        if let Some(seen) = paged.seen {
-            let tombstones = self.tombstones(&s.data, |k| seen.contains(k));
-            s.data.extend(tombstones);
-        }
-        // Everything queued now belongs to the first population.
-        s.initial_population_count = s.data.len();
-        s.populated = true;
-        drop(guard);
-        self.core.wake();
-        Ok(())
+        self.core.finish_paged(
+            |log, seen| {
+                let tombstones = self.tombstones(log, |k| seen.contains(k));
+                log.extend(tombstones);
+            },
+            |log| log.len(),
+        )
     }
 
     fn resync(&self) -> Result<(), CacheError> {

@@ -70,7 +70,7 @@ use crate::cache::listwatch::{
     Gate, ListOptions, ListWatchError, ListerWatcher, Selectors, WatchEvent, WatchListProbe,
     WatchListSupport, WatchOptions, WatchStream,
 };
-use crate::cache::listwatch::{ListPager, Page, PagedList};
+use crate::cache::listwatch::{ListPager, ObjectList, Page, PagedList};
 use crate::cache::meta::{CacheError, ObjectKey, meta_namespace_key};
 use crate::wait::{BackoffManager, ExponentialBackoffManager};
 use retry::RetryWithDeadline;
@@ -577,19 +577,12 @@ where
         };
         let PagedList { list, paginated } = match result {
             Ok(p) => p,
-            Err(e) => {
-                let class = ErrorClass::of(&e);
-                self.report(ReflectorError::List(e));
-                return Some(Input::ListFailed(class));
-            }
+            Err(e) => return self.list_failed(e),
         };
-        for d in list.undecodable {
-            self.report(ReflectorError::Undecodable(d));
-        }
-        let mut items = list.items;
-        items.retain(|o| self.is_named(o, "LIST"));
+        let resource_version = list.resource_version.clone();
+        let items = self.named_items(list);
         let count = items.len();
-        if let Err(source) = self.sink.replace(items, &list.resource_version) {
+        if let Err(source) = self.sink.replace(items, &resource_version) {
             self.report(ReflectorError::Sink {
                 operation: "replace",
                 source,
@@ -600,14 +593,31 @@ where
         info!(
             reflector = %self.name,
             count,
-            resource_version = %list.resource_version,
+            resource_version = %resource_version,
             paginated,
             "listed"
         );
         Some(Input::ListSucceeded {
-            resource_version: list.resource_version,
+            resource_version,
             paginated,
         })
+    }
+
+    /// Reports a failed list.
+    fn list_failed(&self, e: ListWatchError) -> Option<Input> {
+        let class = ErrorClass::of(&e);
+        self.report(ReflectorError::List(e));
+        Some(Input::ListFailed(class))
+    }
+
+    /// A list's (or page's) objects with a name; the undecodable and the nameless reported.
+    fn named_items(&self, list: ObjectList<K>) -> Vec<Arc<K>> {
+        for d in list.undecodable {
+            self.report(ReflectorError::Undecodable(d));
+        }
+        let mut items = list.items;
+        items.retain(|o| self.is_named(o, "LIST"));
+        items
     }
 
     /// A list handed to the sink page by page (see
@@ -661,17 +671,9 @@ where
                     continue;
                 }
                 Ok(None) => break,
-                Err(e) => {
-                    let class = ErrorClass::of(&e);
-                    self.report(ReflectorError::List(e));
-                    return Some(Input::ListFailed(class));
-                }
+                Err(e) => return self.list_failed(e),
             };
-            for d in list.undecodable {
-                self.report(ReflectorError::Undecodable(d));
-            }
-            let mut items = list.items;
-            items.retain(|o| self.is_named(o, "LIST"));
+            let items = self.named_items(list);
             count += items.len();
             held = Some(items);
         }
