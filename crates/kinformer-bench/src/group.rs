@@ -60,4 +60,7 @@ pub enum BenchError {
     /// The workload itself failed.
     #[error("workload {0} failed: {1}")]
     Workload(String, String),
+    /// The chart could not be drawn.
+    #[error("plot: {0}")]
+    Plot(String),
 }

@@ -6,7 +6,8 @@
 //! Module map: [`workqueue`] (W1–W3, also run scaled down by this crate's criterion benches),
 //! `cache` (W4, W4-compact, W4R, W4P, W5), `informer` (W6), `e1` (the `informer` group over
 //! HTTP: E1 and its variants, L0, L0P, F0, and the server process they run against), `realistic`
-//! (W4R's and E1R's realistic pods), [`alloc`] (the counting allocator the heap figures need).
+//! (W4R's and E1R's realistic pods), `plot` (`--plot`: the medians as a chart against their
+//! references), [`alloc`] (the counting allocator the heap figures need).
 //! Bench pods come from [`kinformer_apiserver::BenchPod`], the builder the embedded server's
 //! synthetic pods use.
 
@@ -15,6 +16,7 @@ mod cache;
 mod e1;
 mod group;
 mod informer;
+mod plot;
 mod realistic;
 pub mod runner;
 pub mod workqueue;

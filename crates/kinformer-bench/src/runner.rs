@@ -31,7 +31,7 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 
 use crate::group::rows_to_metrics;
 pub use crate::group::{BenchError, Group, Metrics};
-use crate::{cache, e1, workqueue};
+use crate::{cache, e1, plot, workqueue};
 
 /// Every group; `all` runs them in this order.
 pub const GROUPS: &[Group] = &[
@@ -58,6 +58,10 @@ pub struct BenchArgs {
     /// Run only these workloads of the group (repeatable).
     #[arg(long = "only")]
     only: Vec<String>,
+    /// Also write the medians as a chart against their references (client-go's figures,
+    /// same-run peers) to this SVG file.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<std::path::PathBuf>,
 }
 
 /// `kinformer-bench <group>`: runs every workload of the group `runs` times, each in a fresh
@@ -80,6 +84,7 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     };
     let exe = std::env::current_exe()?;
     let mut stdout = std::io::stdout().lock();
+    let mut medians: Vec<(String, Metrics)> = Vec::new();
     for group in groups {
         for &workload in group.workloads {
             if !args.only.is_empty() && !args.only.iter().any(|w| w == workload) {
@@ -120,7 +125,12 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
                 write!(stdout, "{}", summarize(workload, &runs))?;
                 stdout.flush()?;
             }
+            medians.push((workload.to_string(), median_metrics(&runs)));
         }
+    }
+    if let Some(path) = &args.plot {
+        plot::write_svg(&plot::bars(&medians), path).map_err(BenchError::Plot)?;
+        eprintln!("bench: chart written to {}", path.display());
     }
     Ok(())
 }
@@ -243,6 +253,23 @@ fn fmt_value(v: f64) -> String {
     } else {
         format!("{v:.3}")
     }
+}
+
+/// The median of each metric over `runs`, in the first run's order.
+fn median_metrics(runs: &[(String, Metrics)]) -> Metrics {
+    let Some((_, first)) = runs.first() else {
+        return Metrics::new();
+    };
+    first
+        .iter()
+        .map(|(name, _)| {
+            let mut values: Vec<f64> = runs
+                .iter()
+                .filter_map(|(_, m)| m.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
+                .collect();
+            (name.clone(), median(&mut values))
+        })
+        .collect()
 }
 
 /// The table rows of one workload: one per metric, in the first run's order.

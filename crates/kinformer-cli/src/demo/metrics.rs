@@ -7,6 +7,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::get;
 use kinformer::workqueue::PrometheusMetricsProvider;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -22,10 +23,16 @@ pub struct DemoMetrics {
     /// `kinformer_informer_pending_notifications{informer}`: notifications buffered for the
     /// controller's handler.
     pub informer_pending: Family<Labels, Gauge>,
-    /// `kinformer_controller_operations{op}`: syncs, requeues, conflicts, pod creations, ...
-    pub controller: Family<Labels, Gauge>,
-    /// `kinformer_apiserver_faults_injected{fault}`.
-    pub faults: Family<Labels, Gauge>,
+    /// `kinformer_controller_operations_total{op}`: syncs, requeues, conflicts, pod creations, ...
+    pub controller: Family<Labels, Counter>,
+    /// `kinformer_apiserver_faults_injected_total{fault}`.
+    pub faults: Family<Labels, Counter>,
+}
+
+/// Brings a counter up to `total`, a monotonic count kept elsewhere (a counter never goes
+/// down: a smaller `total` leaves it as it is).
+pub fn advance(counter: &Counter, total: u64) {
+    counter.inc_by(total.saturating_sub(counter.get()));
 }
 
 /// One label pair.
@@ -108,4 +115,34 @@ pub async fn serve(
         }
     });
     Ok(bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_and_faults_are_exported_as_counters() {
+        let (registry, _provider, demo) = registry();
+        let syncs = demo.controller.get_or_create(&label("op", "syncs"));
+        advance(&syncs, 5);
+        advance(&syncs, 3);
+        advance(&syncs, 7);
+        assert_eq!(syncs.get(), 7);
+        advance(&demo.faults.get_or_create(&label("fault", "gone")), 2);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(
+            text.contains("# TYPE kinformer_controller_operations counter"),
+            "{text}"
+        );
+        assert!(
+            text.contains("kinformer_controller_operations_total{op=\"syncs\"} 7"),
+            "{text}"
+        );
+        assert!(
+            text.contains("kinformer_apiserver_faults_injected_total{fault=\"gone\"} 2"),
+            "{text}"
+        );
+    }
 }

@@ -12,7 +12,7 @@ use super::controller::{
     CONTROLLER_UID_INDEX, ControllerStats, ReplicaSetController, computed_status, desired_replicas,
     is_pod_active,
 };
-use super::metrics::{DemoMetrics, label};
+use super::metrics::{DemoMetrics, advance, label};
 
 /// What the view shows, from the caches (cheap: no server round trip).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -99,13 +99,13 @@ pub fn export(
         ("status_updates", &st.status_updates),
         ("events", &st.events),
     ] {
-        set(
+        advance(
             &m.controller.get_or_create(&label("op", op)),
             ControllerStats::get(c),
         );
     }
     for (name, n) in faults {
-        set(&m.faults.get_or_create(&label("fault", name)), *n);
+        advance(&m.faults.get_or_create(&label("fault", name)), *n);
     }
 }
 
