@@ -2,6 +2,7 @@
 //! that pops deltas, applies them to the indexer and hands notifications to the processor.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use kube_core::Resource;
 use parking_lot::Mutex;
@@ -92,7 +93,9 @@ impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
             block_deltas,
             synced,
         } = self;
+        let live = AtomicBool::new(false);
         let mut process = |popped: Popped<K>| {
+            live.store(!popped.is_in_initial_list, Ordering::Relaxed);
             let _blocked = block_deltas.lock();
             // The batch's notifications reach each listener together: one wake-up per batch.
             let mut notifications = Vec::with_capacity(popped.deltas.len());
@@ -118,6 +121,12 @@ impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
                     if !synced.is_set() && queue.has_synced() {
                         synced.set();
                     }
+                    // A pop that finds deltas waiting completes without suspending, and the
+                    // listeners this batch woke wait in this worker's slot for the next
+                    // suspension: let them run before the next batch (one yield per batch).
+                    if live.load(Ordering::Relaxed) && !queue.is_empty() {
+                        tokio::task::yield_now().await;
+                    }
                 }
                 Err(CacheError::Closed) => break,
                 Err(e) => {
@@ -136,7 +145,94 @@ mod tests {
 
     use super::*;
     use crate::cache::fifo::RealFifo;
+    use crate::cache::handler::ResourceEventHandlerFuncs;
+    use crate::cache::processor::ResyncPeriods;
+    use crate::cache::store::Indexers;
     use crate::cache::test_util::pod_rv;
+
+    /// A long run of live updates reaches the handler while it is still being applied: an
+    /// index function holds the last object until the handler has seen the first update
+    /// (applying the whole run in one batch, or running the next batch before the woken
+    /// listener, would never let it go).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_long_live_batch_reaches_the_handler_before_it_is_fully_applied() {
+        const N: usize = 300;
+        let (seen_tx, seen_rx) = std::sync::mpsc::channel::<()>();
+        let seen_rx = Mutex::new(seen_rx);
+        let waited = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut indexers: Indexers<Pod> = Indexers::new();
+        let w = Arc::clone(&waited);
+        indexers.insert(
+            "gate".into(),
+            Arc::new(move |pod: &Pod, _values: &mut Vec<String>| {
+                let last = format!("p-{}", N - 1);
+                let live = pod.metadata.resource_version.as_deref() == Some("2");
+                if live && pod.metadata.name.as_deref() == Some(last.as_str()) {
+                    let got = seen_rx
+                        .lock()
+                        .recv_timeout(std::time::Duration::from_secs(10));
+                    w.store(got.is_ok(), std::sync::atomic::Ordering::SeqCst);
+                }
+                Ok(())
+            }),
+        );
+        let indexer = Arc::new(Indexer::new(indexers));
+        let queue: Arc<dyn DeltaQueue<Pod>> = Arc::new(
+            RealFifo::new().with_max_live_batch(crate::cache::fifo::INFORMER_MAX_LIVE_BATCH),
+        );
+        let synced = Arc::new(SyncedFlag::new());
+        let processor = Arc::new(SharedProcessor::new(
+            Arc::clone(&synced) as Arc<dyn crate::cache::sync::HasSynced>
+        ));
+        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let seen_tx = Mutex::new(Some(seen_tx));
+        processor
+            .add_listener(
+                Arc::new(
+                    ResourceEventHandlerFuncs::<Pod>::new().on_update(move |_old, new| {
+                        if let Some(tx) = seen_tx.lock().take() {
+                            let _ = tx.send(());
+                        }
+                        let _ = done_tx.send(new.metadata.name.clone().unwrap_or_default());
+                    }),
+                ),
+                ResyncPeriods::NEVER,
+            )
+            .unwrap();
+        processor.start().unwrap();
+        let names: Vec<String> = (0..N).map(|i| format!("p-{i}")).collect();
+        for n in &names {
+            indexer.add(pod_rv("ns", n, "1")).unwrap();
+        }
+        // Every update is queued before the loop starts: one pop could take them all.
+        for n in &names {
+            queue.update(pod_rv("ns", n, "2")).unwrap();
+        }
+        let cancel = CancellationToken::new();
+        let run = tokio::spawn(
+            ProcessLoop {
+                queue: Arc::clone(&queue),
+                indexer,
+                processor: Arc::clone(&processor),
+                block_deltas: Arc::new(Mutex::new(())),
+                synced,
+            }
+            .run(cancel.clone()),
+        );
+        for _ in 0..N {
+            tokio::time::timeout(std::time::Duration::from_secs(30), done_rx.recv())
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        assert!(
+            waited.load(std::sync::atomic::Ordering::SeqCst),
+            "the batch's first update reached the handler only after its last was applied"
+        );
+        cancel.cancel();
+        run.await.unwrap();
+        processor.shutdown().await;
+    }
 
     /// The informer's sink hands a paged initial list through to its queue, waits for room
     /// on it, and notices the sync at the finish.

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::cache::controller::{ProcessLoop, SyncingSink};
-use crate::cache::fifo::{DeltaFifo, DeltaQueue, KnownObjects, RealFifo};
+use crate::cache::fifo::{DeltaFifo, DeltaQueue, INFORMER_MAX_LIVE_BATCH, KnownObjects, RealFifo};
 use crate::cache::handler::ResourceEventHandler;
 use crate::cache::informer::InformerMetrics;
 use crate::cache::informer::Lister;
@@ -442,7 +442,9 @@ where
         let known = Arc::clone(&self.inner.indexer) as Arc<dyn KnownObjects<K>>;
         match self.inner.options.queue {
             QueueKind::RealFifo => {
-                let mut q = RealFifo::new().with_known_objects(known);
+                let mut q = RealFifo::new()
+                    .with_known_objects(known)
+                    .with_max_live_batch(INFORMER_MAX_LIVE_BATCH);
                 if let Some(t) = transform {
                     q = q.with_transformer(t);
                 }
