@@ -161,6 +161,157 @@ fn middle_columns(def: &ResourceDef) -> &'static [Column] {
     }
 }
 
+/// The columns after AGE that only `-o wide` shows (priority 1), as Kubernetes' printers.
+fn wide_columns(def: &ResourceDef) -> &'static [Column] {
+    const POD: &[Column] = &[
+        col(
+            "IP",
+            "string",
+            "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
+        ),
+        col(
+            "Node",
+            "string",
+            "NodeName is a request to schedule this pod onto a specific node.",
+        ),
+        col(
+            "Nominated Node",
+            "string",
+            "nominatedNodeName is set when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods.",
+        ),
+        col(
+            "Readiness Gates",
+            "string",
+            "If specified, all readiness gates will be evaluated for pod readiness.",
+        ),
+    ];
+    const WORKLOAD: &[Column] = &[
+        col(
+            "Containers",
+            "string",
+            "Names of each container in the template.",
+        ),
+        col(
+            "Images",
+            "string",
+            "Images referenced by each container in the template.",
+        ),
+        col(
+            "Selector",
+            "string",
+            "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+        ),
+    ];
+    const SERVICE: &[Column] = &[col(
+        "Selector",
+        "string",
+        "Route service traffic to pods with label keys and values matching this selector.",
+    )];
+    match (def.group.as_str(), def.kind.as_str()) {
+        ("", "Pod") => POD,
+        ("", "Service") => SERVICE,
+        ("apps", "Deployment" | "ReplicaSet") => WORKLOAD,
+        _ => &[],
+    }
+}
+
+/// `<none>` for an empty cell.
+fn or_none(s: String) -> Value {
+    if s.is_empty() {
+        json!("<none>")
+    } else {
+        json!(s)
+    }
+}
+
+/// `k=v,...` of a label map, in key order (as `labels.Set.String`).
+fn label_map(v: Option<&Value>) -> String {
+    v.and_then(Value::as_object).map_or_else(String::new, |m| {
+        let mut pairs: Vec<String> = m
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect();
+        pairs.sort();
+        pairs.join(",")
+    })
+}
+
+/// A `LabelSelector` as `metav1.FormatLabelSelector` prints it: match labels, then the
+/// expressions (`k in (a,b)`, `k notin (a)`, `k`, `!k`).
+fn label_selector(sel: Option<&Value>) -> String {
+    let Some(sel) = sel else {
+        return String::new();
+    };
+    let mut parts = vec![label_map(sel.get("matchLabels"))];
+    parts.retain(|p| !p.is_empty());
+    for e in array_at(sel, &["matchExpressions"]) {
+        let key = str_at(e, &["key"]).unwrap_or_default();
+        let values: Vec<&str> = array_at(e, &["values"])
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        parts.push(match str_at(e, &["operator"]).unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "DoesNotExist" => format!("!{key}"),
+            _ => key.to_string(),
+        });
+    }
+    parts.join(",")
+}
+
+/// The `-o wide` cells of an object (see [`wide_columns`]).
+fn wide_cells(def: &ResourceDef, o: &Value) -> Vec<Value> {
+    let text = |path: &[&str]| or_none(str_at(o, path).unwrap_or_default().to_string());
+    match (def.group.as_str(), def.kind.as_str()) {
+        ("", "Pod") => {
+            let gates = array_at(o, &["spec", "readinessGates"]);
+            let conditions = array_at(o, &["status", "conditions"]);
+            let ready_gates = gates
+                .iter()
+                .filter(|g| {
+                    let ty = str_at(g, &["conditionType"]);
+                    conditions.iter().any(|c| {
+                        str_at(c, &["type"]) == ty && str_at(c, &["status"]) == Some("True")
+                    })
+                })
+                .count();
+            let gates = if gates.is_empty() {
+                String::new()
+            } else {
+                format!("{ready_gates}/{}", gates.len())
+            };
+            vec![
+                text(&["status", "podIP"]),
+                text(&["spec", "nodeName"]),
+                text(&["status", "nominatedNodeName"]),
+                or_none(gates),
+            ]
+        }
+        ("", "Service") => vec![or_none(label_map(
+            o.get("spec").and_then(|s| s.get("selector")),
+        ))],
+        ("apps", "Deployment" | "ReplicaSet") => {
+            let containers = array_at(o, &["spec", "template", "spec", "containers"]);
+            let join = |field: &str| {
+                containers
+                    .iter()
+                    .map(|c| str_at(c, &[field]).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            vec![
+                or_none(join("name")),
+                or_none(join("image")),
+                or_none(label_selector(
+                    o.get("spec").and_then(|s| s.get("selector")),
+                )),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter().try_fold(v, |v, k| v.get(k))?.as_str()
 }
@@ -363,11 +514,13 @@ fn now_secs() -> i64 {
 pub fn column_definitions(def: &ResourceDef) -> Value {
     let columns = std::iter::once(&NAME)
         .chain(middle_columns(def))
-        .chain(std::iter::once(&AGE));
+        .chain(std::iter::once(&AGE))
+        .map(|c| (c, 0))
+        .chain(wide_columns(def).iter().map(|c| (c, 1)));
     Value::Array(
         columns
-            .map(|c| {
-                let mut d = json!({"name": c.name, "type": c.kind, "format": "", "description": c.description, "priority": 0});
+            .map(|(c, priority)| {
+                let mut d = json!({"name": c.name, "type": c.kind, "format": "", "description": c.description, "priority": priority});
                 if c.name == "Name" {
                     d["format"] = json!("name");
                 }
@@ -377,13 +530,14 @@ pub fn column_definitions(def: &ResourceDef) -> Value {
     )
 }
 
-/// One row: the cells (NAME, the kind's columns, AGE at `now`) and the object as `include`
-/// asks.
+/// One row: the cells (NAME, the kind's columns, AGE at `now`, then the `-o wide` ones) and
+/// the object as `include` asks.
 pub fn row(def: &ResourceDef, o: &Value, include: IncludeObject, now: i64) -> Value {
     let name = str_at(o, &["metadata", "name"]).unwrap_or_default();
     let mut cells = vec![json!(name)];
     cells.extend(self::cells(def, o));
     cells.push(json!(age(o, now)));
+    cells.extend(wide_cells(def, o));
     let mut row = json!({"cells": cells});
     match include {
         IncludeObject::None => {}
@@ -547,7 +701,27 @@ mod tests {
             .iter()
             .map(|c| c["name"].clone())
             .collect();
-        assert_eq!(names, ["Name", "Ready", "Status", "Restarts", "Age"]);
+        assert_eq!(
+            names,
+            [
+                "Name",
+                "Ready",
+                "Status",
+                "Restarts",
+                "Age",
+                "IP",
+                "Node",
+                "Nominated Node",
+                "Readiness Gates"
+            ]
+        );
+        let priorities: Vec<Value> = column_definitions(&pods)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["priority"].clone())
+            .collect();
+        assert_eq!(priorities, [0, 0, 0, 0, 0, 1, 1, 1, 1]);
         let pod = json!({
             "metadata": {"name": "web-1", "namespace": "ns-1", "creationTimestamp": created(300), "managedFields": [{}]},
             "spec": {"containers": [{"name": "a"}, {"name": "b"}]},
@@ -559,7 +733,17 @@ mod tests {
         let r = row(&pods, &pod, IncludeObject::Metadata, NOW);
         assert_eq!(
             r["cells"],
-            json!(["web-1", "1/2", "CrashLoopBackOff", 3, "5m"])
+            json!([
+                "web-1",
+                "1/2",
+                "CrashLoopBackOff",
+                3,
+                "5m",
+                "<none>",
+                "<none>",
+                "<none>",
+                "<none>"
+            ])
         );
         assert_eq!(r["object"]["kind"], "PartialObjectMetadata");
         assert_eq!(r["object"]["metadata"]["namespace"], "ns-1");
@@ -568,7 +752,24 @@ mod tests {
         let bare = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}]}});
         assert_eq!(
             row(&pods, &bare, IncludeObject::None, NOW),
-            json!({"cells": ["p", "0/1", "Pending", 0, "<unknown>"]})
+            json!({"cells": ["p", "0/1", "Pending", 0, "<unknown>", "<none>", "<none>", "<none>", "<none>"]})
+        );
+        let scheduled = json!({
+            "metadata": {"name": "q"},
+            "spec": {"containers": [{"name": "a"}], "nodeName": "node-1",
+                     "readinessGates": [{"conditionType": "g1"}, {"conditionType": "g2"}]},
+            "status": {"podIP": "10.1.2.3", "conditions": [{"type": "g1", "status": "True"}, {"type": "g2", "status": "False"}]},
+        });
+        assert_eq!(
+            row(&pods, &scheduled, IncludeObject::None, NOW)["cells"]
+                .as_array()
+                .unwrap()[5..],
+            [
+                json!("10.1.2.3"),
+                json!("node-1"),
+                json!("<none>"),
+                json!("1/2")
+            ]
         );
         let mut deleting = pod.clone();
         deleting["metadata"]["deletionTimestamp"] = json!(created(1));
@@ -588,7 +789,26 @@ mod tests {
                 IncludeObject::None,
                 NOW
             )["cells"],
-            json!(["d", "2/3", 3, 2, "30s"])
+            json!(["d", "2/3", 3, 2, "30s", "<none>", "<none>", "<none>"])
+        );
+        let rs = json!({"metadata": {"name": "r"}, "spec": {"replicas": 2,
+            "selector": {"matchLabels": {"app": "web", "tier": "a"},
+                         "matchExpressions": [{"key": "env", "operator": "In", "values": ["x", "y"]}, {"key": "old", "operator": "DoesNotExist"}]},
+            "template": {"spec": {"containers": [{"name": "web", "image": "nginx"}, {"name": "log", "image": "busybox"}]}}}});
+        assert_eq!(
+            row(
+                &def("apps", "replicasets", "ReplicaSet"),
+                &rs,
+                IncludeObject::None,
+                NOW
+            )["cells"]
+                .as_array()
+                .unwrap()[5..],
+            [
+                json!("web,log"),
+                json!("nginx,busybox"),
+                json!("app=web,tier=a,env in (x,y),!old")
+            ]
         );
         let cm = json!({"metadata": {"name": "c"}, "data": {"a": "1", "b": "2"}});
         assert_eq!(
@@ -614,7 +834,8 @@ mod tests {
                 "10.0.0.1",
                 "<none>",
                 "80/TCP,53/UDP",
-                "<unknown>"
+                "<unknown>",
+                "<none>"
             ])
         );
         let ns = json!({"metadata": {"name": "n"}});

@@ -269,6 +269,38 @@ async fn kubectl_prints_tables_lists_namespaces_and_applies() {
             .split_whitespace()
             .collect();
         assert_eq!(&row[..5], ["ns-1", "pod-1", "1/1", "Running", "2"], "{out}");
+        // -o wide adds the priority-1 columns.
+        let out = ok(
+            run(&["get", "pods", "-A", "-o", "wide"])
+                .output()
+                .await
+                .unwrap(),
+            "get pods -A -o wide",
+        );
+        let head: Vec<&str> = out
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        assert_eq!(
+            head,
+            [
+                "NAMESPACE",
+                "NAME",
+                "READY",
+                "STATUS",
+                "RESTARTS",
+                "AGE",
+                "IP",
+                "NODE",
+                "NOMINATED",
+                "NODE",
+                "READINESS",
+                "GATES"
+            ],
+            "{out}"
+        );
 
         let out = ok(
             run(&["get", "deployments"]).output().await.unwrap(),
