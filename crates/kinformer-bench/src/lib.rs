@@ -23,5 +23,5 @@ pub mod workqueue;
 
 pub use e1::serve_for_bench;
 pub use runner::{
-    BenchArgs, BenchError, GROUPS, Group, Metrics, exit_on_error, run, run_one, unit_of,
+    BenchArgs, BenchError, GROUPS, Group, Metrics, exit_on_error, plot_saved, run, run_one, unit_of,
 };

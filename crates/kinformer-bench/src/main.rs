@@ -3,7 +3,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 use kinformer_bench::alloc::CountingAlloc;
-use kinformer_bench::{BenchArgs, exit_on_error, run, run_one, serve_for_bench};
+use kinformer_bench::{BenchArgs, exit_on_error, plot_saved, run, run_one, serve_for_bench};
 
 /// Counts live heap bytes for the memory workloads (their heap figures need it).
 #[global_allocator]
@@ -44,6 +44,15 @@ enum Command {
         #[arg(long)]
         realistic: bool,
     },
+    /// Draw the chart of `--plot` from runs saved with `--json` (files may be combined).
+    Plot {
+        /// Files of JSON lines, as `kinformer-bench <group> --json` prints them.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// The SVG file to write.
+        #[arg(long, value_name = "SVG")]
+        out: std::path::PathBuf,
+    },
 }
 
 fn main() {
@@ -53,6 +62,7 @@ fn main() {
         (Some(Command::Server { pods, realistic }), _) => {
             std::process::exit(serve_for_bench(pods, realistic))
         }
+        (Some(Command::Plot { files, out }), _) => exit_on_error(plot_saved(&files, &out)),
         (None, Some(args)) => exit_on_error(run(&args)),
         // Not reached: clap requires the group when no subcommand is given.
         (None, None) => Cli::command().print_help().unwrap_or_default(),

@@ -10,6 +10,7 @@
 use std::path::Path;
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::group::Metrics;
 
@@ -224,48 +225,34 @@ pub(crate) fn write_svg(bars: &[Bar], path: &Path) -> Result<(), String> {
         .margin(12)
         .x_label_area_size(30)
         .y_label_area_size(400)
-        .build_cartesian_2d((lo..hi).log_scale(), (0..rows - 1).into_segmented())
+        .build_cartesian_2d((lo..hi).log_scale(), 0.0..rows as f64)
         .map_err(|e| draw(&e))?;
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .y_labels(rows)
+        .y_labels(0)
         .label_style(("sans-serif", 13))
-        .y_label_formatter(&|y| match y {
-            SegmentValue::CenterOf(i) => (rows - 1)
-                .checked_sub(*i)
-                .and_then(|i| bars.get(i))
-                .map_or_else(String::new, |b| b.label.clone()),
-            _ => String::new(),
-        })
         .x_label_formatter(&|x| format!("{x}×"))
         .draw()
         .map_err(|e| draw(&e))?;
     let green = RGBColor(46, 139, 87);
     let red = RGBColor(200, 60, 50);
-    // Rows are drawn bottom-up in the coordinate system; the first bar goes on top.
-    let row = |i: usize| rows - 1 - i;
+    // Row `i` spans [top - i - 1, top - i]: the first bar goes on top.
+    let top = |i: usize| (rows - i) as f64;
     chart
         .draw_series(bars.iter().enumerate().map(|(i, b)| {
             let colour = if b.meets_target() { green } else { red };
-            let y = row(i);
-            let mut rect = Rectangle::new(
-                [
-                    (lo, SegmentValue::Exact(y)),
-                    (b.ratio, SegmentValue::Exact(y + 1)),
-                ],
+            Rectangle::new(
+                [(lo, top(i) - 0.85), (b.ratio, top(i) - 0.15)],
                 colour.mix(0.8).filled(),
-            );
-            rect.set_margin(4, 4, 0, 0);
-            rect
+            )
         }))
         .map_err(|e| draw(&e))?;
     chart
         .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
             let t = b.target?;
-            let y = row(i);
             Some(PathElement::new(
-                vec![(t, SegmentValue::Exact(y)), (t, SegmentValue::Exact(y + 1))],
+                vec![(t, top(i) - 1.0), (t, top(i))],
                 BLACK.stroke_width(2),
             ))
         }))
@@ -274,20 +261,25 @@ pub(crate) fn write_svg(bars: &[Bar], path: &Path) -> Result<(), String> {
         .draw_series(bars.iter().enumerate().map(|(i, b)| {
             Text::new(
                 format!("{:.2}×", b.ratio),
-                (b.ratio * 1.05, SegmentValue::CenterOf(row(i))),
+                (b.ratio * 1.05, top(i) - 0.3),
                 ("sans-serif", 13),
             )
         }))
         .map_err(|e| draw(&e))?;
     chart
         .draw_series(std::iter::once(PathElement::new(
-            vec![
-                (1.0, SegmentValue::Exact(0)),
-                (1.0, SegmentValue::Exact(rows)),
-            ],
+            vec![(1.0, 0.0), (1.0, rows as f64)],
             BLACK.mix(0.5).stroke_width(1),
         )))
         .map_err(|e| draw(&e))?;
+    // The labels, right-aligned left of the plotting area.
+    let label_style =
+        TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
+    for (i, b) in bars.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(lo, top(i) - 0.5));
+        root.draw(&Text::new(b.label.clone(), (x - 8, y), &label_style))
+            .map_err(|e| draw(&e))?;
+    }
     root.present().map_err(|e| draw(&e))?;
     Ok(())
 }
@@ -358,7 +350,8 @@ mod tests {
         assert!(svg.contains("W4 update_ns_per_op vs client-go"));
         assert!(svg.contains("0.07×"));
         write_svg(&bars[..1], &path).unwrap();
-        assert!(std::fs::read_to_string(&path).unwrap().contains("1.40×"));
+        let one = std::fs::read_to_string(&path).unwrap();
+        assert!(one.contains("1.40×") && one.contains("W4 update_ns_per_op vs client-go"));
         assert!(write_svg(&[], &path).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -135,6 +135,34 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// `kinformer-bench plot <FILE>... --out <SVG>`: the chart of [`BenchArgs::plot`] from runs
+/// saved with `--json` (one JSON line per run; several files and groups may be combined). The
+/// median of each workload's runs is drawn.
+///
+/// # Errors
+/// A file that cannot be read, a line that is not a run, or a chart that cannot be drawn.
+pub fn plot_saved(files: &[std::path::PathBuf], out: &std::path::Path) -> Result<(), BenchError> {
+    let mut runs: Vec<(String, Vec<(String, Metrics)>)> = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file)?;
+        for line in text.lines().filter(|l| l.trim_start().starts_with('{')) {
+            let run = parse_line(line).map_err(|reason| BenchError::BadOutput {
+                workload: file.display().to_string(),
+                reason,
+            })?;
+            match runs.iter_mut().find(|(w, _)| *w == run.0) {
+                Some((_, list)) => list.push(run),
+                None => runs.push((run.0.clone(), vec![run])),
+            }
+        }
+    }
+    let medians: Vec<(String, Metrics)> = runs
+        .iter()
+        .map(|(w, list)| (w.clone(), median_metrics(list)))
+        .collect();
+    plot::write_svg(&plot::bars(&medians), out).map_err(BenchError::Plot)
+}
+
 /// `kinformer-bench run <workload>`: runs one workload here and prints its JSON line.
 ///
 /// # Errors

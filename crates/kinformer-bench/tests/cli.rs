@@ -47,3 +47,58 @@ fn unknown_groups_and_workloads_are_refused() -> std::io::Result<()> {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown workload `W99`"));
     Ok(())
 }
+
+#[test]
+fn plot_draws_a_run_and_saved_runs_against_client_go() -> std::io::Result<()> {
+    let dir = std::env::temp_dir().join(format!("kinformer-bench-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let live = dir.join("live.svg");
+    let out = bench()
+        .args(["workqueue", "--only", "W2", "--runs", "1", "--plot"])
+        .arg(&live)
+        .output()?;
+    assert!(out.status.success(), "{out:?}");
+    let svg = std::fs::read_to_string(&live)?;
+    assert!(svg.contains("W2 ns_per_item vs client-go"), "{svg}");
+
+    // Saved runs of two groups in two files, drawn together.
+    let saved = [
+        (
+            "a.jsonl",
+            "{\"workload\":\"W2\",\"metrics\":{\"ns_per_item\":405.0}}\n",
+        ),
+        (
+            "b.jsonl",
+            "{\"workload\":\"W4\",\"metrics\":{\"update_ns_per_op\":2906.0}}\n\
+             {\"workload\":\"W4\",\"metrics\":{\"update_ns_per_op\":1453.0}}\n\
+             {\"workload\":\"W4\",\"metrics\":{\"update_ns_per_op\":2179.5}}\n",
+        ),
+    ];
+    for (name, text) in saved {
+        std::fs::write(dir.join(name), text)?;
+    }
+    let chart = dir.join("saved.svg");
+    let out = bench()
+        .arg("plot")
+        .arg(dir.join("a.jsonl"))
+        .arg(dir.join("b.jsonl"))
+        .arg("--out")
+        .arg(&chart)
+        .output()?;
+    assert!(out.status.success(), "{out:?}");
+    let svg = std::fs::read_to_string(&chart)?;
+    // W2: 405 / 810; W4: the median 2,179.5 / 1,453.
+    assert!(svg.contains("0.50×"), "{svg}");
+    assert!(svg.contains("1.50×"), "{svg}");
+
+    std::fs::write(dir.join("bad.jsonl"), "{\"workload\": 3}\n")?;
+    let out = bench()
+        .arg("plot")
+        .arg(dir.join("bad.jsonl"))
+        .arg("--out")
+        .arg(&chart)
+        .output()?;
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
