@@ -96,6 +96,28 @@ impl ListBuilder {
         Ok(())
     }
 
+    /// Appends an item already encoded as its bare message (see [`crate::to_message`]), as a
+    /// server that keeps its objects encoded does. The bytes are not checked.
+    ///
+    /// ```
+    /// use kinformer_protobuf::{List, ListBuilder, ListMeta, to_message};
+    /// use serde_json::json;
+    ///
+    /// let raw = to_message(&json!({"metadata": {"name": "a"}}), "v1", "Pod").unwrap();
+    /// let mut list = ListBuilder::new("v1", "PodList", &ListMeta::default()).unwrap();
+    /// list.push_message(&raw);
+    /// let bytes = list.finish();
+    /// assert_eq!(List::parse(&bytes).unwrap().items().next().unwrap().bytes(), &raw[..]);
+    /// ```
+    pub fn push_message(&mut self, message: &[u8]) {
+        wire::put_bytes(&mut self.buf, self.items_number, message);
+    }
+
+    /// Reserves room for `additional` more bytes of items.
+    pub fn reserve(&mut self, additional: usize) {
+        self.buf.reserve(additional);
+    }
+
     /// The enveloped list.
     pub fn finish(self) -> Vec<u8> {
         Envelope::encode(&self.api_version, &self.kind, &self.buf)
