@@ -114,23 +114,24 @@ fn encode_error(def: &ResourceDef, e: &kinformer_protobuf::Error) -> ApiError {
     ))
 }
 
-fn parse_stored(o: &StoredObject) -> Result<Value, ApiError> {
-    serde_json::from_slice(&o.bytes)
-        .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
-}
-
-/// One object, enveloped, from its stored JSON.
+/// One object, enveloped, from its protobuf form (encoded once, see
+/// [`StoredObject::protobuf`]).
 ///
 /// # Errors
 /// 500 when the object does not fit the kind's protobuf message.
 pub fn object_protobuf(def: &ResourceDef, o: &StoredObject) -> Result<Bytes, ApiError> {
-    let v = parse_stored(o)?;
-    kinformer_protobuf::to_vec(&v, &def.api_version(), &def.kind)
-        .map(Bytes::from)
-        .map_err(|e| encode_error(def, &e))
+    let api_version = def.api_version();
+    let raw = o
+        .protobuf(&api_version, &def.kind)
+        .map_err(|e| encode_error(def, e))?;
+    Ok(Bytes::from(kinformer_protobuf::Envelope::encode(
+        &api_version,
+        &def.kind,
+        raw,
+    )))
 }
 
-/// A `<Kind>List`, enveloped.
+/// A `<Kind>List`, enveloped, from its items' protobuf forms.
 ///
 /// # Errors
 /// 500 when an object does not fit the kind's protobuf message.
@@ -145,12 +146,21 @@ pub fn list_protobuf(
         continue_: cont,
         remaining_item_count: None,
     };
+    let api_version = def.api_version();
     let kind = format!("{}List", def.kind);
-    let mut list = kinformer_protobuf::ListBuilder::new(&def.api_version(), &kind, &meta)
+    let mut list = kinformer_protobuf::ListBuilder::new(&api_version, &kind, &meta)
         .map_err(|e| encode_error(def, &e))?;
+    let mut messages = Vec::with_capacity(items.len());
     for o in items {
-        list.push(&parse_stored(o)?)
-            .map_err(|e| encode_error(def, &e))?;
+        messages.push(
+            o.protobuf(&api_version, &def.kind)
+                .map_err(|e| encode_error(def, e))?,
+        );
+    }
+    // Each item is its bytes plus a key and a length of at most 6 bytes.
+    list.reserve(messages.iter().map(|m| m.len() + 6).sum());
+    for m in messages {
+        list.push_message(m);
     }
     Ok(Bytes::from(list.finish()))
 }

@@ -1,9 +1,11 @@
 //! Stored objects: the serialized bytes of one object version plus its parsed metadata.
 //!
-//! An object is serialized once per write; lists and watch events only copy these bytes.
+//! An object is serialized once per write; lists and watch events only copy these bytes. Its
+//! protobuf form is encoded once too, when first asked for (or at the write, see
+//! [`crate::store::StoreConfig::encode_protobuf`]), and kept with it.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -21,6 +23,8 @@ pub struct StoredObject {
     pub labels: BTreeMap<String, String>,
     /// The revision that wrote this version (its `resourceVersion`).
     pub revision: u64,
+    /// The protobuf message (without the envelope), once encoded.
+    protobuf: OnceLock<Result<Bytes, kinformer_protobuf::Error>>,
 }
 
 impl StoredObject {
@@ -47,13 +51,59 @@ impl StoredObject {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(Arc::new(Self {
+        Ok(Self::from_parts(
             bytes,
-            name: s("name"),
-            namespace: s("namespace"),
+            s("name"),
+            s("namespace"),
             labels,
             revision,
-        }))
+        ))
+    }
+
+    /// A stored version from its JSON bytes and the metadata read from them.
+    pub fn from_parts(
+        bytes: Bytes,
+        name: String,
+        namespace: String,
+        labels: BTreeMap<String, String>,
+        revision: u64,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            bytes,
+            name,
+            namespace,
+            labels,
+            revision,
+            protobuf: OnceLock::new(),
+        })
+    }
+
+    /// The object's protobuf message if it has been encoded already (by
+    /// [`StoredObject::protobuf`] or at the write).
+    pub fn encoded_protobuf(&self) -> Option<&Bytes> {
+        self.protobuf.get().and_then(|r| r.as_ref().ok())
+    }
+
+    /// The object's protobuf message (without the envelope) as an object of `api_version` and
+    /// `kind`: encoded from the JSON bytes on the first call, the same bytes afterwards. An
+    /// object's kind never changes, so the first call's kind is the one kept.
+    ///
+    /// # Errors
+    /// When the object has no protobuf form (a custom resource, or a field the kind's message
+    /// lacks); the error is kept too.
+    pub fn protobuf(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<&Bytes, &kinformer_protobuf::Error> {
+        self.protobuf
+            .get_or_init(|| {
+                let v: Value = serde_json::from_slice(&self.bytes).map_err(|e| {
+                    kinformer_protobuf::Error::Custom(format!("stored object is not JSON: {e}"))
+                })?;
+                kinformer_protobuf::to_message(&v, api_version, kind).map(Bytes::from)
+            })
+            .as_ref()
     }
 
     /// Parses the stored bytes back into a JSON value.

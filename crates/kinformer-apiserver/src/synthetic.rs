@@ -201,13 +201,7 @@ pub fn stored_bench_pod(i: usize, revision: u64, uid: &str, created: &str) -> Ar
     let labels = [("app".to_string(), app), ("tier".to_string(), tier)]
         .into_iter()
         .collect();
-    Arc::new(StoredObject {
-        bytes: Bytes::from(bytes),
-        name: pod.name(),
-        namespace: ns,
-        labels,
-        revision,
-    })
+    StoredObject::from_parts(Bytes::from(bytes), pod.name(), ns, labels, revision)
 }
 
 /// A churn update of bench pod `i`: bumps the `MODE` env value with a counter so the spec

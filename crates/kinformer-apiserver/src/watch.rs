@@ -128,17 +128,17 @@ struct Protobuf {
 }
 
 impl Protobuf {
-    /// The frame for an event about a stored object (JSON bytes).
-    fn frame(&self, kind: &str, object: &[u8]) -> Result<Vec<u8>, ApiError> {
-        let v: serde_json::Value = serde_json::from_slice(object)
-            .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))?;
-        let encoded =
-            kinformer_protobuf::to_vec(&v, &self.api_version, &self.kind).map_err(|e| {
+    /// The frame for an event about a stored object (its protobuf form, encoded once).
+    fn frame(&self, kind: &str, object: &StoredObject) -> Result<Vec<u8>, ApiError> {
+        let raw = object
+            .protobuf(&self.api_version, &self.kind)
+            .map_err(|e| {
                 ApiError::internal(format!(
                     "{} {} has no protobuf form: {e}",
                     self.api_version, self.kind
                 ))
             })?;
+        let encoded = kinformer_protobuf::Envelope::encode(&self.api_version, &self.kind, raw);
         Ok(kinformer_protobuf::WatchEvent::encode_frame(kind, &encoded))
     }
 }
@@ -175,7 +175,7 @@ impl Sink {
                 },
                 None => event_line(&mut event, kind, &obj.bytes),
             },
-            Some(p) => match p.frame(kind, &obj.bytes) {
+            Some(p) => match p.frame(kind, obj) {
                 Ok(frame) => event.put_slice(&frame),
                 Err(e) => {
                     tracing::warn!("ending a protobuf watch: {}", e.message);
@@ -220,7 +220,7 @@ impl Sink {
         {
             match &self.protobuf {
                 None => event_line(&mut self.buf, "ADDDED", &obj.bytes),
-                Some(p) => match p.frame("ADDDED", &obj.bytes) {
+                Some(p) => match p.frame("ADDDED", obj) {
                     Ok(frame) => self.buf.put_slice(&frame),
                     Err(e) => {
                         tracing::warn!("ending a protobuf watch: {}", e.message);

@@ -5,7 +5,9 @@
 //! - `k8s-pb (prost)`: the protobuf list into k8s-pb's prost structs only — the first half of
 //!   the "prost types + conversion" way, before any conversion into k8s-openapi types.
 //!
-//! `cargo run --release -p kinformer-protobuf --example compare_decoders`
+//! `cargo run --release -p kinformer-protobuf --example compare_decoders [-- NAME...]`, where
+//! the names (`serde_json`, `protobuf`, `prost`) choose the ways measured (all by default; one
+//! alone is what a profiler wants).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -39,22 +41,44 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// CPU time of this thread in ms (Linux), which a busy machine disturbs less than wall time.
+fn cpu_ms() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(f64::NAN, |ns| ns / 1e6)
+}
+
 fn time<T>(what: &str, bytes: usize, mut f: impl FnMut() -> T) {
-    let mut ms = Vec::new();
+    let chosen: Vec<String> = std::env::args().skip(1).collect();
+    let name = what.split_whitespace().next().unwrap_or(what);
+    if !chosen.is_empty() && !chosen.iter().any(|c| name.contains(c.as_str())) {
+        return;
+    }
+    let (mut ms, mut cpu) = (Vec::new(), Vec::new());
     for _ in 0..5 {
-        let start = Instant::now();
+        let (start, start_cpu) = (Instant::now(), cpu_ms());
         let out = f();
         ms.push(start.elapsed().as_secs_f64() * 1e3);
+        cpu.push(cpu_ms() - start_cpu);
         drop(out);
     }
-    let m = median(ms);
+    let (first, first_cpu) = (ms[0], cpu[0]);
+    let (m, c) = (median(ms), median(cpu));
     println!(
-        "{what:<24} {m:>8.1} ms {:>8.1} MB/s ({bytes} bytes)",
+        "{what:<24} {m:>8.1} ms {:>8.1} MB/s ({bytes} bytes); cpu {c:.1} ms; first run {first:.1} ms, cpu {first_cpu:.1} ms",
         bytes as f64 / 1e6 / (m / 1e3)
     );
 }
 
 fn main() {
+    // The schema is built once per process, at the first use (before any timing here).
+    let start = Instant::now();
+    assert!(kinformer_protobuf::has_schema("v1", "Pod"));
+    println!(
+        "schema built in {:.1} ms",
+        start.elapsed().as_secs_f64() * 1e3
+    );
     let pods: Vec<serde_json::Value> = (0..PODS).map(pod).collect();
     let json_list = serde_json::to_vec(&json!({
         "apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"}, "items": pods
@@ -86,7 +110,15 @@ fn main() {
         assert_eq!(pods.len(), PODS);
         pods
     });
-    time("k8s-pb (prost only)", pb_list.len(), || {
+    let decoded: Vec<Pod> = kinformer_protobuf::List::parse(&pb_list)
+        .unwrap()
+        .items()
+        .map(|i| i.decode().unwrap())
+        .collect();
+    println!("size_of::<Pod>() = {}", std::mem::size_of::<Pod>());
+    time("clone-floor", pb_list.len(), || decoded.clone());
+    drop(decoded);
+    time("k8s-pb-prost-only", pb_list.len(), || {
         let env = kinformer_protobuf::Envelope::parse(&pb_list).unwrap();
         let l = k8s_pb::api::core::v1::PodList::decode(env.raw).unwrap();
         assert_eq!(l.items.len(), PODS);

@@ -108,6 +108,14 @@ impl<'de> Deserializer<'de> for MessageDe<'de> {
                 }
                 let seconds = varint_of(self.first(1)?)? as i64;
                 let nanos = varint_of(self.first(2)?)? as i32;
+                let fast = if desc.special == Special::Time {
+                    time::Text::seconds(seconds)
+                } else {
+                    time::Text::micros(seconds, nanos)
+                };
+                if let Some(text) = fast {
+                    return visitor.visit_str(text.as_str());
+                }
                 let s = if desc.special == Special::Time {
                     time::format_seconds(seconds)?
                 } else {
@@ -287,24 +295,9 @@ impl<'de> FieldsAccess<'de> {
     }
 }
 
-/// True if Go's JSON form leaves this occurrence out.
-fn omitted(schema: &Schema, field: &Field, value: &Value<'_>) -> bool {
-    match field.ty {
-        Ty::Scalar(_) => field.omit_zero && value.is_zero(),
-        Ty::Message(id) => {
-            matches!(
-                schema.message(id).special,
-                Special::Time | Special::MicroTime
-            ) && value.is_zero()
-        }
-        Ty::Map(_) => false,
-    }
-}
-
 /// The next field of `reader` that has a JSON key: unknown fields, repeated fields already
 /// handed out and omitted zeros are skipped.
 fn next_field<'de>(
-    schema: &Schema,
     desc: &'static MessageDesc,
     reader: &mut Reader<'de>,
     seen: &mut Seen,
@@ -314,12 +307,12 @@ fn next_field<'de>(
         let Some(field) = desc.field(number) else {
             continue; // unknown to this schema: a newer server's field, skipped as Go does
         };
-        if field.repeated || matches!(field.ty, Ty::Map(_)) {
+        if field.many {
             if seen.contains(number) {
                 continue;
             }
             seen.insert(number);
-        } else if omitted(schema, field, &value) {
+        } else if field.skip_zero && value.is_zero() {
             continue;
         }
         return Ok(Some((field, value)));
@@ -350,12 +343,9 @@ impl<'de> de::MapAccess<'de> for FieldsAccess<'de> {
         }
         let (field, value, rest) = loop {
             if let Some(inline) = &mut self.inline {
-                if let Some((field, value)) = next_field(
-                    self.schema,
-                    inline.desc,
-                    &mut inline.reader,
-                    &mut inline.seen,
-                )? {
+                if let Some((field, value)) =
+                    next_field(inline.desc, &mut inline.reader, &mut inline.seen)?
+                {
                     if field.inline {
                         return Err(Error::Custom(format!(
                             "{}: inlined field inside an inlined field",
@@ -366,8 +356,7 @@ impl<'de> de::MapAccess<'de> for FieldsAccess<'de> {
                 }
                 self.inline = None;
             }
-            let Some((field, value)) =
-                next_field(self.schema, self.desc, &mut self.reader, &mut self.seen)?
+            let Some((field, value)) = next_field(self.desc, &mut self.reader, &mut self.seen)?
             else {
                 return Ok(None);
             };

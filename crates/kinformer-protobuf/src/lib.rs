@@ -91,13 +91,36 @@ pub fn to_vec<T: Serialize + ?Sized>(
     api_version: &str,
     kind: &str,
 ) -> Result<Vec<u8>, Error> {
+    let raw = to_message(value, api_version, kind)?;
+    Ok(Envelope::encode(api_version, kind, &raw))
+}
+
+/// Encodes `value` (an object of `api_version` and `kind`) as its bare message, without the
+/// envelope: what a list holds as an item ([`ListBuilder::push_message`]), and what
+/// [`Envelope::encode`] wraps into [`to_vec`]'s form.
+///
+/// ```
+/// use kinformer_protobuf::{Envelope, to_message, to_vec};
+/// use serde_json::json;
+///
+/// let cm = json!({"metadata": {"name": "settings"}, "data": {"mode": "fast"}});
+/// let raw = to_message(&cm, "v1", "ConfigMap").unwrap();
+/// assert_eq!(Envelope::encode("v1", "ConfigMap", &raw), to_vec(&cm, "v1", "ConfigMap").unwrap());
+/// ```
+///
+/// # Errors
+/// As [`to_vec`].
+pub fn to_message<T: Serialize + ?Sized>(
+    value: &T,
+    api_version: &str,
+    kind: &str,
+) -> Result<Vec<u8>, Error> {
     let schema = Schema::get()?;
     let id = kinds::message_for(schema, api_version, kind).ok_or_else(|| Error::UnknownKind {
         api_version: api_version.to_owned(),
         kind: kind.to_owned(),
     })?;
-    let raw = ser::to_message(schema, id, value)?;
-    Ok(Envelope::encode(api_version, kind, &raw))
+    ser::to_message(schema, id, value)
 }
 
 /// Encodes a JSON object, whose `apiVersion` and `kind` name its type, as an enveloped object.

@@ -96,6 +96,28 @@ impl ListBuilder {
         Ok(())
     }
 
+    /// Appends an item already encoded as its bare message (see [`crate::to_message`]), as a
+    /// server that keeps its objects encoded does. The bytes are not checked.
+    ///
+    /// ```
+    /// use kinformer_protobuf::{List, ListBuilder, ListMeta, to_message};
+    /// use serde_json::json;
+    ///
+    /// let raw = to_message(&json!({"metadata": {"name": "a"}}), "v1", "Pod").unwrap();
+    /// let mut list = ListBuilder::new("v1", "PodList", &ListMeta::default()).unwrap();
+    /// list.push_message(&raw);
+    /// let bytes = list.finish();
+    /// assert_eq!(List::parse(&bytes).unwrap().items().next().unwrap().bytes(), &raw[..]);
+    /// ```
+    pub fn push_message(&mut self, message: &[u8]) {
+        wire::put_bytes(&mut self.buf, self.items_number, message);
+    }
+
+    /// Reserves room for `additional` more bytes of items.
+    pub fn reserve(&mut self, additional: usize) {
+        self.buf.reserve(additional);
+    }
+
     /// The enveloped list.
     pub fn finish(self) -> Vec<u8> {
         Envelope::encode(&self.api_version, &self.kind, &self.buf)
@@ -152,7 +174,7 @@ impl<'a> List<'a> {
             )));
         };
         let mut metadata = ListMeta::default();
-        let mut items = Vec::new();
+        let mut items = Vec::with_capacity(count(envelope.raw, items_field.number));
         let mut r = Reader::new(envelope.raw);
         while !r.is_empty() {
             match r.field()? {
@@ -217,6 +239,20 @@ impl<'a> List<'a> {
             bytes,
         })
     }
+}
+
+/// How many fields `number` a message has, counted without decoding them (an item vector is
+/// then allocated once); malformed bytes end the count, the parse that follows reports them.
+fn count(message: &[u8], number: u32) -> usize {
+    let mut r = Reader::new(message);
+    let mut n = 0;
+    while !r.is_empty() {
+        match r.field() {
+            Ok((k, _)) => n += usize::from(k == number),
+            Err(_) => break,
+        }
+    }
+    n
 }
 
 /// One item of a [`List`], not decoded yet.

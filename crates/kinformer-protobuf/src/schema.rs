@@ -84,6 +84,11 @@ pub(crate) struct Field {
     pub omit_zero: bool,
     /// An embedded struct whose fields are the parent's in JSON (`Probe.handler`).
     pub inline: bool,
+    /// Repeated or a map: its occurrences make one JSON value.
+    pub many: bool,
+    /// An occurrence holding its zero value has no JSON key: an `omit_zero` scalar, or an
+    /// empty `Time`/`MicroTime` (Go's JSON omits neither, but its zero time is `null`).
+    pub skip_zero: bool,
 }
 
 /// One message.
@@ -221,6 +226,8 @@ impl Schema {
                     repeated,
                     omit_zero: omitted.is_some_and(|o| o.contains(&number)),
                     inline: inline.is_some_and(|o| o.contains(&number)),
+                    many: false,
+                    skip_zero: false,
                 });
             }
             let max = fields.iter().map(|f| f.number).max().unwrap_or(0);
@@ -252,8 +259,19 @@ impl Schema {
             .iter()
             .map(|m| m.special == Special::None)
             .collect();
+        let times: Vec<bool> = messages
+            .iter()
+            .map(|m| matches!(m.special, Special::Time | Special::MicroTime))
+            .collect();
         for m in &mut messages {
             for (i, f) in m.fields.iter_mut().enumerate() {
+                f.many = f.repeated || matches!(f.ty, Ty::Map(_));
+                f.skip_zero = !f.many
+                    && match f.ty {
+                        Ty::Scalar(_) => f.omit_zero,
+                        Ty::Message(id) => times[id as usize],
+                        Ty::Map(_) => false,
+                    };
                 f.inline &= matches!(f.ty, Ty::Message(id) if plain[id as usize]) && !f.repeated;
                 if f.inline {
                     m.inlined.push(i);

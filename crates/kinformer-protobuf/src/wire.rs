@@ -43,11 +43,24 @@ impl<'a> Reader<'a> {
         Self { buf, pos: 0 }
     }
 
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.pos >= self.buf.len()
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self) -> Result<u64, Error> {
+        // Most varints (keys, lengths of short fields) are one byte.
+        if let Some(&b) = self.buf.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(u64::from(b));
+        }
+        self.varint_slow()
+    }
+
+    fn varint_slow(&mut self) -> Result<u64, Error> {
         let mut value = 0u64;
         for i in 0..10 {
             let Some(&b) = self.buf.get(self.pos) else {
@@ -62,6 +75,7 @@ impl<'a> Reader<'a> {
         Err(Error::Invalid("varint longer than 10 bytes".into()))
     }
 
+    #[inline]
     fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], Error> {
         let end = self.pos.checked_add(n).ok_or(Error::Truncated(what))?;
         let s = self.buf.get(self.pos..end).ok_or(Error::Truncated(what))?;
@@ -84,6 +98,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next field: its number, and its value.
+    #[inline]
     pub(crate) fn field(&mut self) -> Result<(u32, Value<'a>), Error> {
         let key = self.varint()?;
         let number = u32::try_from(key >> 3)

@@ -178,3 +178,71 @@ async fn json_when_asked() {
         "{seen:?}"
     );
 }
+
+/// A client that records the `Content-Type` of every request body.
+fn request_recording_client(server: &ApiServer) -> (Client, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut config = server.kube_config().unwrap();
+    config.default_retry = false;
+    let recorded = Arc::clone(&seen);
+    let client = kube::client::ClientBuilder::try_from(config)
+        .unwrap()
+        .with_layer(&tower::util::MapRequestLayer::new(
+            move |req: http::Request<_>| {
+                let ct = req
+                    .headers()
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                recorded.lock().push(ct);
+                req
+            },
+        ))
+        .build();
+    (client, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creates_and_replaces_of_built_in_kinds_send_protobuf_bodies() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::PostParams;
+
+    let server = TestServer::start_with(ServerConfig::for_tests())
+        .await
+        .unwrap();
+    let (client, seen) = request_recording_client(&server);
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some("settings".into());
+    cm.data = Some([("mode".to_owned(), "fast".to_owned())].into());
+    let created = kinformer::kube::create(&api, &PostParams::default(), &cm)
+        .await
+        .unwrap();
+    assert_eq!(created.data, cm.data);
+    assert!(created.metadata.uid.is_some());
+
+    let mut changed = created.clone();
+    changed.data = Some([("mode".to_owned(), "slow".to_owned())].into());
+    let replaced = kinformer::kube::replace(&api, "settings", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    assert_eq!(replaced.data, changed.data);
+    let stored = server
+        .store()
+        .get("configmaps", "default", "settings")
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored["data"], json!({"mode": "slow"}));
+    assert_eq!(
+        *seen.lock(),
+        [
+            kinformer_protobuf_content_type(),
+            kinformer_protobuf_content_type()
+        ]
+    );
+}
+
+fn kinformer_protobuf_content_type() -> String {
+    "application/vnd.kubernetes.protobuf".to_owned()
+}

@@ -78,6 +78,11 @@ pub struct StoreConfig {
     pub max_events: usize,
     /// Drop events older than this (checked on each write).
     pub max_age: Duration,
+    /// Encode each written object of a built-in kind in protobuf at the write, as it is
+    /// serialized in JSON, instead of at the first protobuf read (see
+    /// [`StoredObject::protobuf`]): protobuf lists and watches then only copy bytes, as JSON
+    /// ones do.
+    pub encode_protobuf: bool,
 }
 
 impl Default for StoreConfig {
@@ -85,6 +90,7 @@ impl Default for StoreConfig {
         Self {
             max_events: 100_000,
             max_age: Duration::from_secs(300),
+            encode_protobuf: false,
         }
     }
 }
@@ -299,6 +305,19 @@ impl Store {
         prev: Option<Arc<StoredObject>>,
         now: Instant,
     ) {
+        if g.config.encode_protobuf
+            && let Some(def) = g.resources.get(ridx)
+        {
+            let (api_version, kind) = (def.api_version(), &def.kind);
+            if kinformer_protobuf::has_schema(&api_version, kind)
+                && let Err(e) = object.protobuf(&api_version, kind)
+            {
+                tracing::warn!(
+                    "{api_version} {kind} {} has no protobuf form: {e}",
+                    object.key()
+                );
+            }
+        }
         let key = object.key();
         match kind {
             EventType::Deleted => {

@@ -201,3 +201,38 @@ fn namespaces_in_use_names_each_namespace_with_its_oldest_object() {
     assert_eq!(seen, [("a", 2), ("b", 1)]);
     assert!(s.namespace_object_exists("c") && !s.namespace_object_exists("a"));
 }
+
+#[test]
+fn objects_are_encoded_in_protobuf_at_the_write_when_configured() {
+    let s = Store::new(
+        ResourceDef::builtins(),
+        StoreConfig {
+            encode_protobuf: true,
+            ..StoreConfig::default()
+        },
+    );
+    let (ridx, _) = s.resolve("configmaps").unwrap();
+    let stored = s.create_at(ridx, Some("default"), cm("a")).unwrap();
+    // Already encoded: the same bytes as an encoding of the stored JSON.
+    let encoded = stored.encoded_protobuf().unwrap().clone();
+    let v = stored.to_value().unwrap();
+    let expected = kinformer_protobuf::to_message(&v, "v1", "ConfigMap").unwrap();
+    assert_eq!(&encoded[..], &expected[..]);
+    let back: Value = kinformer_protobuf::from_slice(&kinformer_protobuf::Envelope::encode(
+        "v1",
+        "ConfigMap",
+        &encoded,
+    ))
+    .unwrap();
+    assert_eq!(back["metadata"]["name"], "a");
+}
+
+#[test]
+fn objects_are_encoded_in_protobuf_at_the_first_protobuf_read_by_default() {
+    let (s, ridx) = store(10);
+    let stored = s.create_at(ridx, Some("default"), cm("a")).unwrap();
+    assert!(stored.encoded_protobuf().is_none());
+    let first = stored.protobuf("v1", "ConfigMap").unwrap().clone();
+    assert_eq!(stored.encoded_protobuf(), Some(&first));
+    assert_eq!(stored.protobuf("v1", "ConfigMap").unwrap(), &first);
+}

@@ -111,7 +111,9 @@ impl Backend {
                 let ns = rs.metadata.namespace.as_deref().unwrap_or("default");
                 let api: Api<ReplicaSet> = Api::namespaced(client.clone(), ns);
                 let pp = PostParams::default();
-                let r = retry(|| api.create(&pp, rs)).await.map(drop);
+                let r = retry(|| kinformer::kube::create(&api, &pp, rs))
+                    .await
+                    .map(drop);
                 ignore_remote(r, false)
             }
         }

@@ -171,7 +171,7 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
             let api: Api<Namespace> = Api::all(client.clone());
             let mut obj = Namespace::default();
             obj.metadata.name = Some(ns.clone());
-            match api.create(&PostParams::default(), &obj).await {
+            match kinformer::kube::create(&api, &PostParams::default(), &obj).await {
                 Ok(_) => created_namespace = Some((api, ns.clone())),
                 Err(kube::Error::Api(s)) if s.is_already_exists() => {}
                 Err(e) => tracing::warn!(error = %e, "could not create namespace {ns}"),

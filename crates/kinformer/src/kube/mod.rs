@@ -30,6 +30,9 @@
 //! resources and metadata-only lists ask for JSON. The response's `Content-Type` decides how
 //! it is decoded, object by object either way.
 //!
+//! **Writes** ([`create`], [`replace`]) send built-in kinds in protobuf too, as client-go does;
+//! the library's own writes (leader election's lease) go through them.
+//!
 //! **Learnt once per client** ([`ServerCapabilities`], shared by the sources of one
 //! [`SharedInformerFactory`](crate::cache::SharedInformerFactory) or given with
 //! [`KubeListerWatcher::with_capabilities`]): a server that refuses watch-list requests
@@ -50,10 +53,12 @@ mod factory;
 #[cfg(feature = "protobuf")]
 mod protobuf;
 mod wire;
+mod writes;
 
 pub use capabilities::ServerCapabilities;
 pub use factory::KubeClient;
 pub use wire::Wire;
+pub use writes::{create, replace};
 
 pub use decode::{decode_list, decode_watch_line};
 

@@ -160,9 +160,7 @@ impl Lock for LeaseLock {
             },
             spec: Some(spec),
         };
-        let created = self
-            .api
-            .create(&PostParams::default(), &lease)
+        let created = crate::kube::create(&self.api, &PostParams::default(), &lease)
             .await
             .map_err(|error| self.error(error))?;
         self.remember(created)
@@ -190,9 +188,7 @@ impl Lock for LeaseLock {
         });
         lease.metadata.resource_version = Some(expected.as_str().to_owned());
         record_into_spec(record, lease.spec.get_or_insert_with(LeaseSpec::default));
-        let replaced = self
-            .api
-            .replace(&self.name, &PostParams::default(), &lease)
+        let replaced = crate::kube::replace(&self.api, &self.name, &PostParams::default(), &lease)
             .await
             .map_err(|error| self.error(error))?;
         self.remember(replaced)
@@ -226,6 +222,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_lease_refused_in_protobuf_with_a_415_is_written_again_in_json() {
+        let server = FakeLeaseApi::default();
+        let a = LeaseLock::new(server.client(), "ns", "lock", "a");
+        let v1 = a.create(&record("a", 0)).await.unwrap();
+        server.fail_next(415);
+        let v2 = a.update(&record("a", 0), &v1).await.unwrap();
+        assert_ne!(v1, v2);
+        // The create, the refused update, and the update again.
+        assert_eq!(server.requests(), 3);
+        let (got, v) = a.get().await.unwrap().unwrap();
+        assert_eq!((got, v), (record("a", 0), v2));
+    }
+
+    #[tokio::test]
     async fn lease_lock_uses_resource_versions_and_maps_409_to_conflict() {
         let server = FakeLeaseApi::default();
         let a = LeaseLock::new(server.client(), "ns", "lock", "a");
@@ -240,6 +250,9 @@ mod tests {
 
         let v2 = a.update(&record("a", 0), &v1).await.unwrap();
         assert_ne!(v1, v2);
+        // The lease went in protobuf (the second create too, refused as a conflict).
+        #[cfg(feature = "protobuf")]
+        assert_eq!(server.protobuf_bodies(), 3);
         assert!(
             b.update(&record("b", 1), &v1)
                 .await

@@ -26,6 +26,7 @@ struct State {
     /// Status codes to answer the next requests with, in order.
     failures: Vec<u16>,
     requests: usize,
+    protobuf_bodies: usize,
 }
 
 impl FakeLeaseApi {
@@ -62,6 +63,11 @@ impl FakeLeaseApi {
         self.state.lock().requests
     }
 
+    /// How many request bodies came in protobuf.
+    pub(crate) fn protobuf_bodies(&self) -> usize {
+        self.state.lock().protobuf_bodies
+    }
+
     async fn handle(&self, request: Request<Body>) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let Ok(bytes) = body.collect_bytes().await else {
@@ -77,7 +83,19 @@ impl FakeLeaseApi {
             return status(404, "NotFound", "unknown path");
         };
         let segments: Vec<&str> = rest.split('/').collect();
-        let body: Option<Value> = serde_json::from_slice(&bytes).ok();
+        // A body in JSON, or in Kubernetes protobuf (as `kube::create` and `kube::replace`
+        // send a lease).
+        let protobuf = parts
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("application/vnd.kubernetes.protobuf"));
+        state.protobuf_bodies += usize::from(protobuf);
+        let body: Option<Value> = if protobuf {
+            decode_protobuf(&bytes)
+        } else {
+            serde_json::from_slice(&bytes).ok()
+        };
         match (&parts.method, &segments[..]) {
             (&Method::GET, &[namespace, "leases", name]) => {
                 match state.leases.get(&format!("{namespace}/{name}")) {
@@ -140,4 +158,14 @@ fn status(code: u16, reason: &str, message: &str) -> Response<Body> {
         StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         &body,
     )
+}
+
+#[cfg(feature = "protobuf")]
+fn decode_protobuf(bytes: &[u8]) -> Option<Value> {
+    kinformer_protobuf::from_slice(bytes).ok()
+}
+
+#[cfg(not(feature = "protobuf"))]
+fn decode_protobuf(_: &[u8]) -> Option<Value> {
+    None
 }
