@@ -150,6 +150,11 @@ where
         &self.inner.membership
     }
 
+    /// The informer of this replica's shard.
+    pub fn informer(&self) -> &SharedIndexInformer<K> {
+        &self.inner.informer
+    }
+
     /// How many drain requests this replica acknowledged.
     pub fn acknowledged(&self) -> u64 {
         self.inner

@@ -241,7 +241,6 @@ where
                 "sharder leading; cache synced"
             );
             let mut views = inner.membership.subscribe();
-            // The view's decision for each object waits for the first fresh view.
             let retry = inner.membership.config().retry_period;
             while !leading.is_cancelled() {
                 let view = views.borrow_and_update().clone();
@@ -271,7 +270,10 @@ where
     ) {
         let inner = &self.inner;
         inner.stats.passes.fetch_add(1, Ordering::Relaxed);
-        if view.members.is_empty() || !view.member {
+        // Ready (past the join delay, fresh view): every live member's lease has been
+        // listed, so a sharder that just took over does not pile everything on the members
+        // it happened to see first.
+        if view.members.is_empty() || !view.ready {
             return;
         }
         let mut writes = Vec::new();
