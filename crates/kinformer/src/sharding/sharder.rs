@@ -92,6 +92,8 @@ impl<K, M: MemberLeases> std::fmt::Debug for Sharder<K, M> {
 struct Inner<M: MemberLeases> {
     membership: Membership<M>,
     client: kube::Client,
+    /// The namespace of the sharded objects; `None`: all namespaces.
+    namespace: Option<String>,
     key: ShardKey,
     elector: LeaderElector<LeaseLock>,
     stats: SharderStats,
@@ -147,6 +149,29 @@ where
         client: kube::Client,
         key: ShardKey,
     ) -> Result<Self, crate::leaderelection::LeaderElectionError> {
+        Self::build(membership, client, key, None)
+    }
+
+    /// As [`new`](Self::new), for the objects of one namespace only.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn namespaced(
+        membership: Membership<M>,
+        client: kube::Client,
+        key: ShardKey,
+        namespace: impl Into<String>,
+    ) -> Result<Self, crate::leaderelection::LeaderElectionError> {
+        Self::build(membership, client, key, Some(namespace.into()))
+    }
+
+    fn build(
+        membership: Membership<M>,
+        client: kube::Client,
+        key: ShardKey,
+        namespace: Option<String>,
+    ) -> Result<Self, crate::leaderelection::LeaderElectionError> {
         let config = membership.config();
         let lock = LeaseLock::new(
             client.clone(),
@@ -165,6 +190,7 @@ where
             inner: Arc::new(Inner {
                 membership,
                 client,
+                namespace,
                 key,
                 elector,
                 stats: SharderStats::default(),
@@ -207,9 +233,11 @@ where
 
     async fn lead(&self, leading: CancellationToken) {
         let inner = &self.inner;
-        let lw = KubeListerWatcher::<PartialObjectMeta<K>>::metadata(Api::<K>::all(
-            inner.client.clone(),
-        ));
+        let api: Api<K> = match &inner.namespace {
+            Some(ns) => Api::namespaced(inner.client.clone(), ns),
+            None => Api::all(inner.client.clone()),
+        };
+        let lw = KubeListerWatcher::<PartialObjectMeta<K>>::metadata(api);
         let options = InformerOptions::new("sharder").with_transform(Arc::new(
             |obj: Arc<PartialObjectMeta<K>>| {
                 Arc::new(PartialObjectMeta {
