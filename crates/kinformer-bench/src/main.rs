@@ -3,7 +3,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 use kinformer_bench::alloc::CountingAlloc;
-use kinformer_bench::{BenchArgs, exit_on_error, run, run_one, serve_for_bench};
+use kinformer_bench::{BenchArgs, exit_on_error, run, run_one, serve_for_bench, shard_replica};
 
 /// Counts live heap bytes for the memory workloads (their heap figures need it).
 #[global_allocator]
@@ -44,6 +44,16 @@ enum Command {
         #[arg(long)]
         realistic: bool,
     },
+    /// Run one S1 sharding replica against a bench server (status lines on stdout).
+    #[command(hide = true)]
+    ShardReplica {
+        /// The bench server's URL.
+        #[arg(long)]
+        url: String,
+        /// The replica's identity.
+        #[arg(long)]
+        identity: String,
+    },
 }
 
 fn main() {
@@ -52,6 +62,9 @@ fn main() {
         (Some(Command::Run { workload }), _) => exit_on_error(run_one(&workload)),
         (Some(Command::Server { pods, realistic }), _) => {
             std::process::exit(serve_for_bench(pods, realistic))
+        }
+        (Some(Command::ShardReplica { url, identity }), _) => {
+            std::process::exit(shard_replica(&url, &identity))
         }
         (None, Some(args)) => exit_on_error(run(&args)),
         // Not reached: clap requires the group when no subcommand is given.
