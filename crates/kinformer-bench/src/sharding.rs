@@ -210,8 +210,14 @@ fn s1() -> Result<Metrics, String> {
             replicas
                 .iter_mut()
                 .map(|r| {
-                    let cached = r.poll().cached;
-                    format!("{} {cached} pods", r.identity)
+                    let st = r.poll();
+                    format!(
+                        "{} {} pods {:.0} MiB{}",
+                        r.identity,
+                        st.cached,
+                        st.peak_rss_mib,
+                        if st.leading { " (sharder)" } else { "" }
+                    )
                 })
                 .collect::<Vec<_>>()
                 .join(", ")

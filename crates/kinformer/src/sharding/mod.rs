@@ -79,6 +79,8 @@ mod leases;
 mod membership;
 #[cfg(feature = "kube")]
 mod sharder;
+#[cfg(feature = "kube")]
+mod table;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 #[cfg(test)]

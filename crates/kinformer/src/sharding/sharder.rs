@@ -5,8 +5,9 @@
 //! Properties:
 //! - **One sharder at a time**: it works only while it leads its own leader election
 //!   (`<namespace>/<sharder_lease>`), and checks leadership before every write.
-//! - **Small cache**: it watches the metadata only, and keeps of it the name, namespace, uid,
-//!   resourceVersion, the shard label and the drain annotations.
+//! - **Small cache**: it watches the metadata only, keeps of it the name, namespace, uid,
+//!   resourceVersion, the shard label and the drain annotations (in compact storage), and
+//!   decides from a table of a few dozen bytes per object.
 //! - **Guarded writes**: every write is a merge patch carrying the resourceVersion it was
 //!   decided on, so a decision made on a stale view fails with 409 and is made again.
 
@@ -30,13 +31,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::assignment::ShardKey;
-use super::handover::{
-    DRAIN_ANNOTATION, DRAINED_ANNOTATION, SHARD_LABEL, ShardAction, ShardState, decide,
-};
+use super::handover::{DRAIN_ANNOTATION, DRAINED_ANNOTATION, SHARD_LABEL, ShardAction, decide};
 use super::leases::MemberLeases;
 use super::membership::{MemberView, Membership};
+use super::table::ShardTable;
 use crate::cache::{
-    HasSynced, InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer, wait_for_cache_sync,
+    DeletedObject, HasSynced, InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer,
+    wait_for_cache_sync,
 };
 use crate::kube::KubeListerWatcher;
 use crate::leaderelection::{LeaderElectionConfig, LeaderElector, LeaseLock};
@@ -247,13 +248,31 @@ where
                 })
             },
         ));
+        // The passes read the table, not the cache: compact storage keeps the cache small.
+        #[cfg(feature = "compact")]
+        let options = options.with_storage(crate::cache::Storage::compact(
+            crate::cache::store::CompactOptions::default(),
+        ));
         let informer = SharedIndexInformer::new(lw, options);
+        let table = Arc::new(ShardTable::default());
         let changed = Arc::new(Notify::new());
-        let wake = Arc::clone(&changed);
-        let wake2 = Arc::clone(&changed);
-        let handler = ResourceEventHandlerFuncs::new()
-            .on_add(move |_, _| wake.notify_one())
-            .on_update(move |_, _| wake2.notify_one());
+        let handler = {
+            let (t1, t2, t3) = (table.clone(), table.clone(), table.clone());
+            let (k1, k2) = (inner.key.clone(), inner.key.clone());
+            let (w1, w2) = (changed.clone(), changed.clone());
+            ResourceEventHandlerFuncs::new()
+                .on_add(move |obj: &Arc<PartialObjectMeta<K>>, _| {
+                    t1.upsert(&obj.metadata, &k1);
+                    w1.notify_one();
+                })
+                .on_update(move |_, obj: &Arc<PartialObjectMeta<K>>| {
+                    t2.upsert(&obj.metadata, &k2);
+                    w2.notify_one();
+                })
+                .on_delete(move |obj: &DeletedObject<PartialObjectMeta<K>>| {
+                    t3.remove(&obj.object().metadata);
+                })
+        };
         if informer.add_event_handler(handler).is_err() {
             return;
         }
@@ -266,13 +285,14 @@ where
         if wait_for_cache_sync(&leading, &sources).await {
             tracing::info!(
                 identity = inner.membership.identity(),
+                objects = table.len(),
                 "sharder leading; cache synced"
             );
             let mut views = inner.membership.subscribe();
             let retry = inner.membership.config().retry_period;
             while !leading.is_cancelled() {
                 let view = views.borrow_and_update().clone();
-                self.pass(&informer, &view, &leading).await;
+                self.pass(&table, &view, &leading).await;
                 tokio::select! {
                     biased;
                     () = leading.cancelled() => break,
@@ -290,12 +310,7 @@ where
     }
 
     /// One pass over all objects: decide, then write what must change.
-    async fn pass(
-        &self,
-        informer: &SharedIndexInformer<PartialObjectMeta<K>>,
-        view: &MemberView,
-        leading: &CancellationToken,
-    ) {
+    async fn pass(&self, table: &ShardTable, view: &MemberView, leading: &CancellationToken) {
         let inner = &self.inner;
         inner.stats.passes.fetch_add(1, Ordering::Relaxed);
         // Ready (past the join delay, fresh view): every live member's lease has been
@@ -305,31 +320,27 @@ where
             return;
         }
         let mut writes = Vec::new();
-        for obj in informer.get_indexer().list() {
-            let meta = &obj.metadata;
-            let Some(shard_key) = inner.key.of_meta(meta) else {
-                continue;
-            };
-            let state = ShardState::of_meta(meta);
-            let action = decide(&state, view.owner(&shard_key), |m| view.contains(m));
+        table.for_each(|ns, name, row| {
+            let state = row.state();
+            let action = decide(&state, view.owner(&row.shard_key), |m| view.contains(m));
             if action == ShardAction::Keep {
-                continue;
+                return;
             }
-            let (Some(ns), Some(name), Some(rv)) = (
-                meta.namespace.clone(),
-                meta.name.clone(),
-                meta.resource_version.clone(),
-            ) else {
-                continue;
-            };
-            writes.push((ns, name, rv, action, state.drain_to.is_some()));
-        }
+            let acknowledged = state.drain_to.is_some() && state.drained == state.drain_to;
+            writes.push((
+                ns.to_owned(),
+                name.to_owned(),
+                row.version.to_string(),
+                action,
+                acknowledged,
+            ));
+        });
         let writes = futures::stream::iter(writes)
-            .map(|(ns, name, rv, action, was_draining)| async move {
+            .map(|(ns, name, rv, action, acknowledged)| async move {
                 if leading.is_cancelled() || !inner.elector.is_leader() {
                     return;
                 }
-                self.write(&ns, &name, &rv, &action, was_draining).await;
+                self.write(&ns, &name, &rv, &action, acknowledged).await;
             })
             .buffer_unordered(CONCURRENT_WRITES);
         writes.collect::<()>().await;
@@ -341,7 +352,7 @@ where
         name: &str,
         rv: &str,
         action: &ShardAction,
-        was_draining: bool,
+        acknowledged: bool,
     ) {
         let inner = &self.inner;
         let key = format!("{ns}/{name}");
@@ -373,7 +384,7 @@ where
             Ok(_) => {
                 let stats = &inner.stats;
                 match action {
-                    ShardAction::Assign { .. } if was_draining => {
+                    ShardAction::Assign { .. } if acknowledged => {
                         stats.handovers.fetch_add(1, Ordering::Relaxed);
                         if let Some(since) = inner.drains.lock().remove(&key) {
                             let ms = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -382,6 +393,7 @@ where
                         }
                     }
                     ShardAction::Assign { .. } => {
+                        inner.drains.lock().remove(&key);
                         stats.assigned.fetch_add(1, Ordering::Relaxed);
                     }
                     ShardAction::Drain { .. } => {
