@@ -239,15 +239,18 @@ where
             None => Api::all(inner.client.clone()),
         };
         let lw = KubeListerWatcher::<PartialObjectMeta<K>>::metadata(api);
-        let options = InformerOptions::new("sharder").with_transform(Arc::new(
-            |obj: Arc<PartialObjectMeta<K>>| {
+        // A paged list streams into the store page by page; a watch-list would hold every
+        // object's full metadata until the initial events end.
+        let options = InformerOptions::new("sharder")
+            .with_watch_list(false)
+            .with_page_size(500)
+            .with_transform(Arc::new(|obj: Arc<PartialObjectMeta<K>>| {
                 Arc::new(PartialObjectMeta {
                     types: None,
                     metadata: strip(&obj.metadata),
                     _phantom: PhantomData,
                 })
-            },
-        ));
+            }));
         // The passes read the table, not the cache: compact storage keeps the cache small.
         #[cfg(feature = "compact")]
         let options = options.with_storage(crate::cache::Storage::compact(
