@@ -402,18 +402,18 @@ async fn write(
     let content_type = content_type.to_owned();
     match (method, target.name.as_deref()) {
         (Method::POST, None) => {
-            let v = parse_body_as(&target.def, &content_type, &body)?;
+            let v = parse_body_as(&target.def, &content_type, body)?;
             let o = s.create_at(target.ridx, ns, v)?;
             object_response(&target.def, format, StatusCode::CREATED, &o)
         }
         (Method::PUT, Some(name)) => {
-            let v = parse_body_as(&target.def, &content_type, &body)?;
+            let v = parse_body_as(&target.def, &content_type, body)?;
             let o = s.update_at(target.ridx, ns, name, v, target.status)?;
             object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::PATCH, Some(name)) => {
             let pt = patch_type(&content_type)?;
-            let v: Value = serde_json::from_slice(&body).map_err(|e| {
+            let v: Value = serde_json::from_slice(body).map_err(|e| {
                 ApiError::bad_request(format!("the request body is not valid JSON: {e}"))
             })?;
             let o = s.patch_at(target.ridx, ns, name, pt, &v, target.status)?;
@@ -423,7 +423,7 @@ async fn write(
             let opts = if body.is_empty() {
                 Value::Null
             } else {
-                parse_body(&body)?
+                parse_body(body)?
             };
             let pre = opts.get("preconditions");
             let rv = pre
