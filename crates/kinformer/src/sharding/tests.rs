@@ -381,3 +381,82 @@ async fn a_second_run_at_once_is_refused() {
     run.await.unwrap().unwrap();
     assert!(!m.view().member && !m.is_member());
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_filtered_handler_passes_on_owned_objects_and_gained_keys_are_requeued() {
+    use crate::cache::{ResourceEventHandler, ResourceEventHandlerFuncs};
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    let cluster = Cluster::new();
+    let r0 = cluster.start("r0");
+    sleep(Duration::from_secs(20)).await;
+    let membership = cluster.replicas.lock()[r0].membership.clone();
+    let filter = ShardFilter::new(membership, ShardKey::NamespaceName);
+    let objects: Vec<Arc<ConfigMap>> = keys()
+        .iter()
+        .map(|key| {
+            let (ns, name) = key.split_once('/').unwrap();
+            let mut cm = ConfigMap::default();
+            cm.metadata.namespace = Some(ns.into());
+            cm.metadata.name = Some(name.into());
+            Arc::new(cm)
+        })
+        .collect();
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let handler = filter.handler(ResourceEventHandlerFuncs::new().on_add({
+        let seen = seen.clone();
+        move |cm: &Arc<ConfigMap>, _| {
+            let key = crate::cache::meta_namespace_key(cm.as_ref()).unwrap();
+            seen.lock().push(key.as_str().to_owned());
+        }
+    }));
+    let requeued = Arc::new(Mutex::new(Vec::<String>::new()));
+    let cancel = CancellationToken::new();
+    let requeue = tokio::spawn({
+        let (filter, objects, requeued, cancel) =
+            (filter.clone(), objects.clone(), requeued.clone(), cancel.clone());
+        async move {
+            filter
+                .requeue_on_change(
+                    move || objects.clone(),
+                    move |key| requeued.lock().push(key),
+                    cancel,
+                )
+                .await;
+        }
+    });
+    sleep(Duration::from_secs(1)).await;
+    assert_eq!(requeued.lock().len(), keys().len(), "alone, r0 gains every key");
+    for cm in &objects {
+        handler.on_add(cm, false);
+    }
+    assert_eq!(seen.lock().len(), keys().len());
+
+    let r1 = cluster.start("r1");
+    sleep(Duration::from_secs(20)).await;
+    seen.lock().clear();
+    requeued.lock().clear();
+    for cm in &objects {
+        handler.on_add(cm, false);
+    }
+    let expected: Vec<String> = keys()
+        .into_iter()
+        .filter(|k| rendezvous_owner(["r0", "r1"], k) == Some("r0"))
+        .collect();
+    assert_eq!(*seen.lock(), expected, "only r0's objects pass");
+    assert!(requeued.lock().is_empty(), "a join gains r0 nothing");
+
+    cluster.stop(r1).await;
+    sleep(Duration::from_secs(3)).await;
+    let mut gained = requeued.lock().clone();
+    gained.sort();
+    let mut lost: Vec<String> = keys()
+        .into_iter()
+        .filter(|k| rendezvous_owner(["r0", "r1"], k) == Some("r1"))
+        .collect();
+    lost.sort();
+    assert_eq!(gained, lost, "r1's keys come back to r0, once each");
+    cancel.cancel();
+    requeue.await.unwrap();
+    cluster.finish();
+}
