@@ -6,6 +6,9 @@
 //! `fieldManager` query parameter if given, else the `User-Agent` header. Writes through the
 //! [`Store`](crate::Store) handle are not recorded (they are the test's own).
 //!
+//! The records are on the server's handle ([`ApiServer::audit`](crate::ApiServer::audit)) and,
+//! as JSON, at `GET /debug/kinformer/writes`.
+//!
 //! [`check_write_windows`] then asserts that, for each object (or each owner's group of
 //! objects), the write windows of different replicas never overlap outside a handover.
 
@@ -105,6 +108,33 @@ impl WriteAudit {
     /// The records so far, in arrival order.
     pub fn records(&self) -> Vec<WriteRecord> {
         self.inner.lock().records.clone()
+    }
+
+    /// The records as JSON (what `GET /debug/kinformer/writes` serves): each with its
+    /// `seq`, `age_ms` (how long ago it was recorded), writer, verb, kind, namespace, name,
+    /// owner and status code.
+    pub fn to_json(&self) -> Value {
+        let now = Instant::now();
+        let records = self.inner.lock();
+        Value::Array(
+            records
+                .records
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "seq": r.seq,
+                        "age_ms": u64::try_from(now.saturating_duration_since(r.at).as_millis()).unwrap_or(u64::MAX),
+                        "writer": r.writer,
+                        "verb": r.verb,
+                        "kind": r.kind,
+                        "namespace": r.namespace,
+                        "name": r.name,
+                        "owner": r.owner,
+                        "code": r.code,
+                    })
+                })
+                .collect(),
+        )
     }
 
     /// Forgets the records.

@@ -140,6 +140,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
     let (group, version, rest) = match segs.as_slice() {
         ["version"] => return Ok(value_response(&discovery::version())),
         ["healthz" | "readyz" | "livez"] => return Ok((StatusCode::OK, "ok").into_response()),
+        ["debug", "kinformer", "writes"] => return Ok(value_response(&st.audit.to_json())),
         ["api"] => return Ok(value_response(&discovery::core_versions())),
         ["openapi", "v2"] => {
             let accept = req

@@ -413,8 +413,12 @@ async fn the_filtered_handler_passes_on_owned_objects_and_gained_keys_are_requeu
     let requeued = Arc::new(Mutex::new(Vec::<String>::new()));
     let cancel = CancellationToken::new();
     let requeue = tokio::spawn({
-        let (filter, objects, requeued, cancel) =
-            (filter.clone(), objects.clone(), requeued.clone(), cancel.clone());
+        let (filter, objects, requeued, cancel) = (
+            filter.clone(),
+            objects.clone(),
+            requeued.clone(),
+            cancel.clone(),
+        );
         async move {
             filter
                 .requeue_on_change(
@@ -426,7 +430,11 @@ async fn the_filtered_handler_passes_on_owned_objects_and_gained_keys_are_requeu
         }
     });
     sleep(Duration::from_secs(1)).await;
-    assert_eq!(requeued.lock().len(), keys().len(), "alone, r0 gains every key");
+    assert_eq!(
+        requeued.lock().len(),
+        keys().len(),
+        "alone, r0 gains every key"
+    );
     for cm in &objects {
         handler.on_add(cm, false);
     }
