@@ -5,7 +5,7 @@
 //! objects. Safety rests on [`Membership::owns`]: workers must check it before each reconcile
 //! (a key can move while it waits in the queue), and a reconcile must finish within
 //! `lease_duration − renew_deadline` of the replica noticing the change (see the
-//! [module docs](super::membership)); writes with resourceVersion preconditions turn a late
+//! properties of [`Membership`]); writes with resourceVersion preconditions turn a late
 //! write into a 409.
 
 use std::collections::BTreeSet;
@@ -21,6 +21,13 @@ use crate::cache::{DeletedObject, ResourceEventHandler};
 
 /// Ownership of objects by one replica in filtered mode: a [`Membership`] and the
 /// [`ShardKey`] objects are hashed by. Cheap to clone.
+///
+/// Every replica watches everything; [`handler`](Self::handler) passes on only the objects
+/// this replica owns, and [`requeue_on_change`](Self::requeue_on_change) enqueues the keys it
+/// gains. Workers must check [`owns_key`](Self::owns_key) before each reconcile (a key can
+/// move while it waits in the queue), and a reconcile must end within
+/// `lease_duration − renew_deadline` of the replica noticing the change; writes with
+/// resourceVersion preconditions turn a late write into a 409.
 pub struct ShardFilter<M: MemberLeases> {
     membership: Membership<M>,
     key: ShardKey,

@@ -3,15 +3,7 @@
 //! reconcile, and its drainer acknowledges the sharder's drain requests once the key's
 //! in-flight work is done.
 //!
-//! Properties:
-//! - **No claim while draining**: once the informer holds a version with
-//!   [`DRAIN_ANNOTATION`], [`claim`](ShardReplica::claim) refuses the key; the
-//!   acknowledgement is written only when no claim on it is held, so the old owner's last
-//!   reconcile ends before the new owner's first begins.
-//! - **No claim without membership**: a replica whose own lease lapsed claims nothing (the
-//!   sharder moves its objects only after that lease expired by the sharder's clock).
-//! - **No claim after the move**: once the label names another replica the object leaves this
-//!   replica's cache, and a key not in the cache is refused.
+//! The properties are listed on [`ShardReplica`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -41,7 +33,23 @@ pub fn shard_selector(identity: &str) -> String {
     format!("{SHARD_LABEL}={identity}")
 }
 
-/// One replica in labelled mode (see the module docs). Cheap to clone.
+/// One replica in labelled mode. Cheap to clone.
+///
+/// Its informer selects only its shard ([`shard_selector`]), its workers
+/// [`claim`](ShardReplica::claim) a key before each reconcile, and its drainer
+/// ([`run_drainer`](ShardReplica::run_drainer)) acknowledges the sharder's drain requests once
+/// the key's in-flight work is done.
+///
+/// # Properties
+///
+/// - **No claim while draining**: once the informer holds a version with
+///   [`DRAIN_ANNOTATION`], [`claim`](ShardReplica::claim) refuses the key; the
+///   acknowledgement is written only when no claim on it is held, so the old owner's last
+///   reconcile ends before the new owner's first begins.
+/// - **No claim without membership**: a replica whose own lease lapsed claims nothing (the
+///   sharder moves its objects only after that lease expired by the sharder's clock).
+/// - **No claim after the move**: once the label names another replica the object leaves this
+///   replica's cache, and a key not in the cache is refused.
 ///
 /// Only namespaced resources are supported (the acknowledgement is a namespaced patch).
 pub struct ShardReplica<K, M: MemberLeases> {

@@ -1,22 +1,6 @@
 //! [`Membership`]: this replica's own lease, and its view of which replicas are live.
 //!
-//! Properties:
-//! - **One lease per replica, renewed by the leader-election loop**: the replica runs a
-//!   [`LeaderElector`] on its own lease `<lease_prefix><identity>` (nobody else competes for
-//!   it), so renewals, the renew deadline and the release on exit are leader election's.
-//!   The replica is a member while the elector says it holds the lease
-//!   ([`LeaderElector::is_leader`]).
-//! - **Observed-time expiry**: other replicas' leases are listed every `retry_period`; a lease
-//!   is fresh until `lease_duration` after this replica *first saw its current version*, on
-//!   its own monotonic clock (client-go's leader-election rule), so clock skew between
-//!   machines does not matter. A released lease (empty holder) is gone at once.
-//! - **Safe claims** (filtered mode): a replica is [`ready`](MemberView::ready) to claim keys
-//!   only while it holds its lease, its last successful listing started less than
-//!   `renew_deadline` ago, and at least `join_delay` (≥ `lease_duration`) has passed since it
-//!   joined. So by the time a joiner claims keys, every ready replica has listed after it
-//!   joined and dropped the joiner's keys; a replica that can no longer list stops claiming
-//!   within `renew_deadline`; and the keys of a replica that died move only after its lease
-//!   expired by the observer's clock, which is after it stopped considering itself a member.
+//! The properties are listed on [`Membership`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -41,7 +25,7 @@ pub struct MemberView {
     pub members: Vec<String>,
     /// Whether this replica holds its own lease.
     pub member: bool,
-    /// Whether this replica may claim keys in filtered mode (see the module docs).
+    /// Whether this replica may claim keys in filtered mode (see [`Membership`]'s properties).
     pub ready: bool,
 }
 
@@ -59,7 +43,26 @@ impl MemberView {
     }
 }
 
-/// One replica's membership: its lease and its view of the others (see the module docs).
+/// One replica's membership: its lease and its view of the others.
+///
+/// # Properties
+///
+/// - **One lease per replica, renewed by the leader-election loop**: the replica runs a
+///   [`LeaderElector`] on its own lease `<lease_prefix><identity>` (nobody else competes for
+///   it), so renewals, the renew deadline and the release on exit are leader election's.
+///   The replica is a member while the elector says it holds the lease
+///   ([`LeaderElector::is_leader`]).
+/// - **Observed-time expiry**: other replicas' leases are listed every `retry_period`; a lease
+///   is fresh until `lease_duration` after this replica *first saw its current version*, on
+///   its own monotonic clock (client-go's leader-election rule), so clock skew between
+///   machines does not matter. A released lease (empty holder) is gone at once.
+/// - **Safe claims** (filtered mode): a replica is [`ready`](MemberView::ready) to claim keys
+///   only while it holds its lease, its last successful listing started less than
+///   `renew_deadline` ago, and at least `join_delay` (≥ `lease_duration`) has passed since it
+///   joined. So by the time a joiner claims keys, every ready replica has listed after it
+///   joined and dropped the joiner's keys; a replica that can no longer list stops claiming
+///   within `renew_deadline`; and the keys of a replica that died move only after its lease
+///   expired by the observer's clock, which is after it stopped considering itself a member.
 ///
 /// Cheap to clone; clones share the state, so one clone can [`run`](Self::run) while others
 /// ask [`owns`](Self::owns).

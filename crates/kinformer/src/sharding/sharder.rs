@@ -2,14 +2,7 @@
 //! every object's shard label on its rendezvous owner, moving objects by the handover
 //! protocol of [`handover`](super::handover).
 //!
-//! Properties:
-//! - **One sharder at a time**: it works only while it leads its own leader election
-//!   (`<namespace>/<sharder_lease>`), and checks leadership before every write.
-//! - **Small cache**: it watches the metadata only, keeps of it the name, namespace, uid,
-//!   resourceVersion, the shard label and the drain annotations (in compact storage), and
-//!   decides from a table of a few dozen bytes per object.
-//! - **Guarded writes**: every write is a merge patch carrying the resourceVersion it was
-//!   decided on, so a decision made on a stale view fails with 409 and is made again.
+//! The properties are listed on [`Sharder`].
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -66,7 +59,21 @@ pub struct SharderStats {
     pub total_handover_ms: AtomicU64,
 }
 
-/// The sharder of the resource `K` (see the module docs). Cheap to clone.
+/// The sharder of the resource `K`. Cheap to clone.
+///
+/// Run by every replica; the one that wins the sharder's leader election keeps every
+/// object's shard label on its rendezvous owner, moving objects by the protocol of
+/// [`handover`](super::handover).
+///
+/// # Properties
+///
+/// - **One sharder at a time**: it works only while it leads its own leader election
+///   (`<namespace>/<sharder_lease>`), and checks leadership before every write.
+/// - **Small cache**: it watches the metadata only, keeps of it the name, namespace, uid,
+///   resourceVersion, the shard label and the drain annotations (in compact storage), and
+///   decides from a table of a few dozen bytes per object.
+/// - **Guarded writes**: every write is a merge patch carrying the resourceVersion it was
+///   decided on, so a decision made on a stale view fails with 409 and is made again.
 pub struct Sharder<K, M: MemberLeases> {
     inner: Arc<Inner<M>>,
     _kind: PhantomData<fn() -> K>,
