@@ -31,7 +31,7 @@
 //! # }
 //! ```
 //!
-//! Module map: [`store`] (revisions, history, writes), [`list`] and [`watch`] (reads),
+//! Module map: [`audit`] (who wrote what, and the sharding invariant's checker), [`store`] (revisions, history, writes), [`list`] and [`watch`] (reads),
 //! [`media`] (JSON, and protobuf for built-in kinds),
 //! [`selector`], [`query`], [`resource`] and [`discovery`], [`status`] (errors), [`faults`],
 //! [`synthetic`] (bench pods), [`table`] (server-side printing for kubectl),
@@ -39,6 +39,7 @@
 //! before it creates and applies), [`validate`] (what is refused, and how), [`config`] and
 //! [`server`].
 
+pub mod audit;
 pub mod config;
 mod conn;
 pub mod discovery;
@@ -63,6 +64,7 @@ pub mod table;
 pub mod validate;
 pub mod watch;
 
+pub use audit::{WriteAudit, WriteRecord};
 pub use config::ServerConfig;
 pub use faults::{Fault, FaultRule, Faults, InjectedFault, Target};
 pub use handle::typed_name;

@@ -15,6 +15,7 @@ use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::audit::{self, WriteAudit};
 use crate::config::ServerConfig;
 use crate::discovery;
 use crate::faults::{Fault, Faults, RequestKind};
@@ -38,6 +39,7 @@ use crate::watch::{self, WatchRequest, WatchStart};
 pub(crate) struct AppState {
     pub store: Store,
     pub faults: Faults,
+    pub audit: WriteAudit,
     pub config: Arc<ServerConfig>,
     pub stats: Arc<ServerStats>,
 }
@@ -138,6 +140,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
     let (group, version, rest) = match segs.as_slice() {
         ["version"] => return Ok(value_response(&discovery::version())),
         ["healthz" | "readyz" | "livez"] => return Ok((StatusCode::OK, "ok").into_response()),
+        ["debug", "kinformer", "writes"] => return Ok(value_response(&st.audit.to_json())),
         ["api"] => return Ok(value_response(&discovery::core_versions())),
         ["openapi", "v2"] => {
             let accept = req
@@ -213,6 +216,11 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
             _ => {}
         }
     }
+    let writer = if st.audit.is_enabled() && kind == RequestKind::Write {
+        Some(writer_of(&req))
+    } else {
+        None
+    };
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -258,6 +266,51 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
             }
             _ => {}
         }
+    }
+    if let Some(writer) = writer {
+        let verb = method.to_string();
+        let body_value: Option<Value> = serde_json::from_slice(&body).ok();
+        let name = target
+            .name
+            .clone()
+            .or_else(|| {
+                body_value
+                    .as_ref()
+                    .and_then(|v| v["metadata"]["name"].as_str().map(str::to_owned))
+            })
+            .unwrap_or_default();
+        let before = target
+            .name
+            .as_deref()
+            .and_then(|n| s.get_at(target.ridx, ns, n))
+            .and_then(|o| o.to_value().ok());
+        let result = write(st, method, &target, ns, query, &content_type, &body, format).await;
+        let code = match &result {
+            Ok(r) => r.status().as_u16(),
+            Err(e) => e.code,
+        };
+        let namespace = ns.map(str::to_owned).unwrap_or_else(|| {
+            body_value
+                .as_ref()
+                .and_then(|v| v["metadata"]["namespace"].as_str().map(str::to_owned))
+                .unwrap_or_default()
+        });
+        st.audit.record(audit::Write {
+            writer: &writer,
+            verb: &verb,
+            kind: &target.def.kind,
+            namespace: &namespace,
+            name: &name,
+            object: body_value
+                .as_ref()
+                .filter(|v| audit::controller_owner(v).is_some())
+                .or(before.as_ref()),
+            code,
+        });
+        return result;
+    }
+    if method != Method::GET {
+        return write(st, method, &target, ns, query, &content_type, &body, format).await;
     }
     match (method, target.name.as_deref()) {
         (Method::GET, Some(name)) => {
@@ -313,19 +366,55 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                 page.continue_token,
             )
         }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// The writer of a request for the audit: `fieldManager`, else `User-Agent`.
+fn writer_of(req: &Request) -> String {
+    let manager = req.uri().query().and_then(|q| {
+        q.split('&')
+            .find_map(|kv| kv.strip_prefix("fieldManager="))
+            .and_then(|v| crate::query::percent_decode(v).ok())
+    });
+    manager
+        .or_else(|| {
+            req.headers()
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })
+        .unwrap_or_default()
+}
+
+/// The write verbs of a resource path.
+#[allow(clippy::too_many_arguments)]
+async fn write(
+    st: &AppState,
+    method: Method,
+    target: &Target,
+    ns: Option<&str>,
+    query: Query,
+    content_type: &str,
+    body: &[u8],
+    format: Format,
+) -> Result<Response, ApiError> {
+    let s = &st.store;
+    let content_type = content_type.to_owned();
+    match (method, target.name.as_deref()) {
         (Method::POST, None) => {
-            let v = parse_body_as(&target.def, &content_type, &body)?;
+            let v = parse_body_as(&target.def, &content_type, body)?;
             let o = s.create_at(target.ridx, ns, v)?;
             object_response(&target.def, format, StatusCode::CREATED, &o)
         }
         (Method::PUT, Some(name)) => {
-            let v = parse_body_as(&target.def, &content_type, &body)?;
+            let v = parse_body_as(&target.def, &content_type, body)?;
             let o = s.update_at(target.ridx, ns, name, v, target.status)?;
             object_response(&target.def, format, StatusCode::OK, &o)
         }
         (Method::PATCH, Some(name)) => {
             let pt = patch_type(&content_type)?;
-            let v: Value = serde_json::from_slice(&body).map_err(|e| {
+            let v: Value = serde_json::from_slice(body).map_err(|e| {
                 ApiError::bad_request(format!("the request body is not valid JSON: {e}"))
             })?;
             let o = s.patch_at(target.ridx, ns, name, pt, &v, target.status)?;
@@ -335,7 +424,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
             let opts = if body.is_empty() {
                 Value::Null
             } else {
-                parse_body(&body)?
+                parse_body(body)?
             };
             let pre = opts.get("preconditions");
             let rv = pre

@@ -18,6 +18,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, ReusableBoxFuture};
 
+use crate::audit::WriteAudit;
 pub use crate::config::ServerConfig;
 use crate::conn::{self, ConnLimits};
 use crate::faults::Faults;
@@ -42,6 +43,7 @@ pub struct ApiServer {
     addr: SocketAddr,
     store: Store,
     faults: Faults,
+    audit: WriteAudit,
     shutdown: CancellationToken,
     config: Arc<ServerConfig>,
     stats: Arc<ServerStats>,
@@ -90,9 +92,11 @@ impl ApiServer {
         let faults = Faults::new(store.clone(), config.seed);
         let config = Arc::new(config);
         let stats = Arc::new(ServerStats::default());
+        let audit = WriteAudit::default();
         let state = AppState {
             store: store.clone(),
             faults: faults.clone(),
+            audit: audit.clone(),
             config: config.clone(),
             stats: stats.clone(),
         };
@@ -112,6 +116,7 @@ impl ApiServer {
             addr,
             store,
             faults,
+            audit,
             shutdown,
             config,
             stats,
@@ -172,6 +177,12 @@ impl ApiServer {
     /// The fault-injection handle.
     pub fn faults(&self) -> &Faults {
         &self.faults
+    }
+
+    /// The write audit: off until [`WriteAudit::enable`]; then every write over HTTP is
+    /// recorded with its writer (see [`crate::audit`]).
+    pub fn audit(&self) -> &WriteAudit {
+        &self.audit
     }
 
     /// The settings the server runs with.

@@ -144,15 +144,15 @@ impl Peer {
 }
 
 /// The server child process and its command pipe.
-struct ServerProcess {
+pub(crate) struct ServerProcess {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl ServerProcess {
-    fn spawn(pods: usize, realistic: bool) -> Result<Self, String> {
+    pub(crate) fn spawn(pods: usize, realistic: bool) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
         let mut args = vec!["server".to_string(), "--pods".into(), pods.to_string()];
         if realistic {
@@ -713,7 +713,7 @@ async fn l0p() -> Result<Metrics, String> {
 }
 
 /// Peak resident set size (VmHWM) of this process in MiB.
-fn peak_rss_mib() -> Result<f64, String> {
+pub(crate) fn peak_rss_mib() -> Result<f64, String> {
     let status = std::fs::read_to_string("/proc/self/status")
         .map_err(|e| format!("reading /proc/self/status: {e}"))?;
     status

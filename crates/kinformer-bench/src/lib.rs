@@ -6,8 +6,9 @@
 //! Module map: [`workqueue`] (W1–W3, also run scaled down by this crate's criterion benches),
 //! `cache` (W4, W4-compact, W4R, W4P, W5), `informer` (W6), `e1` (the `informer` group over
 //! HTTP: E1 and its variants, L0, L0P, F0, and the server process they run against), `realistic`
-//! (W4R's and E1R's realistic pods), `plot` (`--plot`: the medians as a chart against their
-//! references), [`alloc`] (the counting allocator the heap figures need).
+//! (W4R's and E1R's realistic pods), `sharding` (S1: labelled sharding over 1, 2 and 4
+//! replica processes), `plot` (`--plot`: the medians as a chart against their references),
+//! [`alloc`] (the counting allocator the heap figures need).
 //! Bench pods come from [`kinformer_apiserver::BenchPod`], the builder the embedded server's
 //! synthetic pods use.
 
@@ -19,9 +20,11 @@ mod informer;
 mod plot;
 mod realistic;
 pub mod runner;
+mod sharding;
 pub mod workqueue;
 
 pub use e1::serve_for_bench;
 pub use runner::{
     BenchArgs, BenchError, GROUPS, Group, Metrics, exit_on_error, plot_saved, run, run_one, unit_of,
 };
+pub use sharding::shard_replica;

@@ -3,7 +3,9 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 use kinformer_bench::alloc::CountingAlloc;
-use kinformer_bench::{BenchArgs, exit_on_error, plot_saved, run, run_one, serve_for_bench};
+use kinformer_bench::{
+    BenchArgs, exit_on_error, plot_saved, run, run_one, serve_for_bench, shard_replica,
+};
 
 /// Counts live heap bytes for the memory workloads (their heap figures need it).
 #[global_allocator]
@@ -53,6 +55,16 @@ enum Command {
         #[arg(long, value_name = "SVG")]
         out: std::path::PathBuf,
     },
+    /// Run one S1 sharding replica against a bench server (status lines on stdout).
+    #[command(hide = true)]
+    ShardReplica {
+        /// The bench server's URL.
+        #[arg(long)]
+        url: String,
+        /// The replica's identity.
+        #[arg(long)]
+        identity: String,
+    },
 }
 
 fn main() {
@@ -63,6 +75,9 @@ fn main() {
             std::process::exit(serve_for_bench(pods, realistic))
         }
         (Some(Command::Plot { files, out }), _) => exit_on_error(plot_saved(&files, &out)),
+        (Some(Command::ShardReplica { url, identity }), _) => {
+            std::process::exit(shard_replica(&url, &identity))
+        }
         (None, Some(args)) => exit_on_error(run(&args)),
         // Not reached: clap requires the group when no subcommand is given.
         (None, None) => Cli::command().print_help().unwrap_or_default(),

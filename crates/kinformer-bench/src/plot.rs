@@ -146,6 +146,7 @@ const COMPARISONS: &[Comparison] = &[
         "peak_rss_mib",
         Some(0.05),
     ),
+    same_run("S1", "peak_rss_mib_r4", "S1", "peak_rss_mib_r1", Some(0.35)),
 ];
 
 /// One drawn bar.

@@ -42,12 +42,13 @@ pub const GROUPS: &[Group] = &[
         run: |w| rows_to_metrics(w, cache::run(w)),
     },
     e1::GROUP,
+    crate::sharding::GROUP,
 ];
 
 /// Arguments of `kinformer-bench <group>`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// The group to run: workqueue, cache, informer, or all.
+    /// The group to run: workqueue, cache, informer, sharding, or all.
     group: String,
     /// Runs per workload (each in a fresh process); the median is printed.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
@@ -254,7 +255,7 @@ pub fn unit_of(metric: &str) -> &'static str {
         "1/s"
     } else if metric.contains("bytes") {
         "B"
-    } else if metric.ends_with("_mib") {
+    } else if metric.ends_with("_mib") || metric.contains("_mib_") {
         "MiB"
     } else {
         "count"
@@ -375,6 +376,8 @@ mod tests {
         assert_eq!(unit_of("mb_per_s"), "MB/s");
         assert_eq!(unit_of("heap_bytes_per_obj_total"), "B");
         assert_eq!(unit_of("peak_rss_mib"), "MiB");
+        assert_eq!(unit_of("peak_rss_mib_r4"), "MiB");
+        assert_eq!(unit_of("synced_ms_r4"), "ms");
         assert_eq!(unit_of("gets"), "count");
     }
 

@@ -139,3 +139,36 @@ fn keep_keeps_the_namespace() {
     assert!(out.contains("kept namespace demo-remote (--keep)"), "{out}");
     assert!(left.iter().any(|n| n == "demo-remote"), "{left:?}");
 }
+
+/// About 10 s per mode (lease expiry and join delays on the real clock): labelled by default,
+/// both with `KINFORMER_LONG_TESTS=1`.
+#[test]
+fn sharded_demos_survive_a_killed_and_an_added_replica_and_verify_the_invariant() {
+    let modes: &[&str] = if std::env::var_os("KINFORMER_LONG_TESTS").is_some() {
+        &["labelled", "filtered"]
+    } else {
+        &["labelled"]
+    };
+    for &mode in modes {
+        let (ok, out) = demo(&[
+            "--seed",
+            "2",
+            "--replicasets",
+            "8",
+            "--chaos",
+            "low",
+            "--chaos-secs",
+            "2",
+            "--replicas",
+            "3",
+            "--sharding",
+            mode,
+        ]);
+        assert!(ok, "{mode} demo failed:\n{out}");
+        assert!(out.contains("killed replica-"), "{out}");
+        assert!(out.contains("added replica-3"), "{out}");
+        assert!(out.contains("invariant: "), "{out}");
+        assert!(!out.contains("not settled"), "{out}");
+        assert!(out.contains("VERIFIED: "), "{out}");
+    }
+}

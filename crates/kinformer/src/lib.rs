@@ -10,6 +10,8 @@
 //! - [`controller`]: owner indexes, expectations and the worker loop of client-go's
 //!   controllers.
 //! - [`leaderelection`]: run a controller in one replica at a time (over a `Lease`).
+//! - [`sharding`]: split a controller's objects among replicas (membership Leases,
+//!   rendezvous hashing, filtered or labelled mode with safe handover).
 //!
 //! The data flows in that order: an API server feeds a `ListerWatcher`, the `Reflector` turns
 //! list/watch results into deltas, the informer applies them to an `Indexer` and fans them out
@@ -21,5 +23,6 @@ mod hash;
 #[cfg(feature = "kube")]
 pub mod kube;
 pub mod leaderelection;
+pub mod sharding;
 pub mod wait;
 pub mod workqueue;

@@ -23,6 +23,7 @@ mod kubelet;
 mod metrics;
 mod progress;
 mod scenario;
+mod sharded;
 mod verify;
 
 use std::collections::BTreeMap;
@@ -103,6 +104,15 @@ pub struct DemoArgs {
     /// Wire format the informers ask for: protobuf (built-in kinds; the default) or json.
     #[arg(long, default_value_t = Wire::Protobuf, value_parser = parse_wire)]
     wire: Wire,
+    /// Run this many controller replicas, sharded, each with its own client, informers and
+    /// membership Lease; the chaos phase also kills one and later adds one.
+    #[arg(long, conflicts_with = "leader_elect", value_parser = clap::value_parser!(u16).range(1..=64))]
+    replicas: Option<u16>,
+    /// How the replicas share the ReplicaSets (with --replicas): labelled (each replica
+    /// watches only its shard, labelled by the elected sharder) or filtered (each watches
+    /// everything and syncs what it owns).
+    #[arg(long, value_enum, default_value_t = sharded::ShardingMode::Labelled, requires = "replicas")]
+    sharding: sharded::ShardingMode,
     #[command(flatten)]
     connect: ConnectArgs,
 }
@@ -137,6 +147,8 @@ enum DemoError {
     Backend(#[from] backend::BackendError),
     #[error(transparent)]
     LeaderElection(#[from] kinformer::leaderelection::LeaderElectionError),
+    #[error(transparent)]
+    Sharding(#[from] kinformer::sharding::ShardingError),
     #[error("metrics server: {0}")]
     Metrics(std::io::Error),
 }
@@ -158,13 +170,23 @@ const POD_HOT_OBJECTS: usize = 4_096;
 
 const EMBEDDED_NAMESPACES: [&str; 4] = ["demo-a", "demo-b", "demo-c", "demo-d"];
 
-async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
-    let started = Instant::now();
+/// Where the demo runs: the backend, a kube config for it, the workload's namespaces.
+struct Setup {
+    backend: Backend,
+    config: kube::Config,
+    namespaces: Vec<String>,
+    /// The namespace the demo created on a remote server (deleted at the end).
+    created_namespace: Option<(Api<Namespace>, String)>,
+    /// A description of the server, for the first line.
+    where_: String,
+}
+
+/// Starts the embedded server (or connects to the one named) and prepares the namespace.
+async fn setup(args: &DemoArgs) -> Result<Setup, DemoError> {
     // The server: embedded unless one was named.
     let remote = args.connect.config(false).await?;
-    // The namespace the demo created on a remote server (deleted at the end).
     let mut created_namespace = None;
-    let (backend, mut config, namespaces) = match remote {
+    let (backend, config, namespaces) = match remote {
         Some(config) => {
             let client = kube::Client::try_from(config.clone())?;
             let ns = args.namespace.clone();
@@ -197,13 +219,65 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
             (Backend::Embedded(server), config, ns)
         }
     };
+    let where_ = match &backend {
+        Backend::Embedded(s) => format!("embedded API server at {}", s.url()),
+        Backend::Remote { .. } => {
+            format!("{} (namespace {})", config.cluster_url, args.namespace)
+        }
+    };
+    Ok(Setup {
+        backend,
+        config,
+        namespaces,
+        created_namespace,
+        where_,
+    })
+}
+
+/// Deletes the namespace the demo created on a remote server, unless `--keep`.
+async fn clean_up(
+    args: &DemoArgs,
+    created_namespace: Option<(Api<Namespace>, String)>,
+    embedded: bool,
+) {
+    match created_namespace {
+        Some((_, ns)) if args.keep => say(&format!("kept namespace {ns} (--keep)")),
+        Some((api, ns)) => match api.delete(&ns, &DeleteParams::default()).await {
+            Ok(_) => say(&format!(
+                "deleted namespace {ns} (the server removes its objects in the background)"
+            )),
+            Err(e) => say(&format!("could not delete namespace {ns}: {e}")),
+        },
+        None if !embedded => say(&format!(
+            "kept namespace {}: it existed before the demo",
+            args.namespace
+        )),
+        None => {}
+    }
+}
+
+async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
+    let started = Instant::now();
+    let Setup {
+        backend,
+        mut config,
+        namespaces,
+        created_namespace,
+        where_,
+    } = setup(&args).await?;
+    if let Some(count) = args.replicas {
+        let setup = Setup {
+            backend,
+            config,
+            namespaces,
+            created_namespace,
+            where_,
+        };
+        return sharded::run(args, usize::from(count), setup).await;
+    }
     let embedded = match &backend {
         Backend::Embedded(s) => Some(s),
         Backend::Remote { .. } => None,
-    };
-    let where_ = match embedded {
-        Some(s) => format!("embedded API server at {}", s.url()),
-        None => format!("{} (namespace {})", config.cluster_url, args.namespace),
     };
     // The controller's clients fail fast: retries belong to the reflector and the queue.
     config.default_retry = false;
@@ -481,20 +555,7 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     tasks.close();
     tasks.wait().await;
     factory.shutdown().await;
-    match created_namespace {
-        Some((_, ns)) if args.keep => say(&format!("kept namespace {ns} (--keep)")),
-        Some((api, ns)) => match api.delete(&ns, &DeleteParams::default()).await {
-            Ok(_) => say(&format!(
-                "deleted namespace {ns} (the server removes its objects in the background)"
-            )),
-            Err(e) => say(&format!("could not delete namespace {ns}: {e}")),
-        },
-        None if embedded.is_none() => say(&format!(
-            "kept namespace {}: it existed before the demo",
-            args.namespace
-        )),
-        None => {}
-    }
+    clean_up(&args, created_namespace, embedded.is_some()).await;
     Ok(ok)
 }
 

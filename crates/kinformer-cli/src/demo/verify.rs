@@ -35,6 +35,11 @@ impl Verification {
         self.problem_count == 0
     }
 
+    /// Adds a problem found by another check.
+    pub fn add_problem(&mut self, p: String) {
+        self.problem(p);
+    }
+
     fn problem(&mut self, p: String) {
         self.problem_count += 1;
         if self.problems.len() < MAX_PROBLEMS {
@@ -60,6 +65,29 @@ fn versions<'a, K: Resource + 'a>(objs: impl Iterator<Item = &'a K>) -> BTreeMap
         )
     })
     .collect()
+}
+
+/// Compares caches with (a share of) the server's objects; returns the differences.
+pub fn compare_caches(
+    server_rs: &[Arc<ReplicaSet>],
+    server_pods: &[Arc<Pod>],
+    cached_rs: &[Arc<ReplicaSet>],
+    cached_pods: &[Arc<Pod>],
+) -> Vec<String> {
+    let mut v = Verification::default();
+    compare_cache(
+        "ReplicaSet",
+        versions(server_rs.iter().map(AsRef::as_ref)),
+        versions(cached_rs.iter().map(AsRef::as_ref)),
+        &mut v,
+    );
+    compare_cache(
+        "pod",
+        versions(server_pods.iter().map(AsRef::as_ref)),
+        versions(cached_pods.iter().map(AsRef::as_ref)),
+        &mut v,
+    );
+    v.problems
 }
 
 /// Checks the server's ReplicaSets and pods, and compares the caches with them.

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::{JITTER_FACTOR, LeaderElectionConfig};
 use super::error::LeaderElectionError;
 use super::lock::Lock;
+use super::observation::Observation;
 use super::record::{LeaderElectionRecord, RawVersion};
 use super::state::{LeaderState, StopReason, Stopped};
 use crate::wait::jitter;
@@ -112,19 +113,6 @@ struct Observed {
     last: Option<Observation>,
     /// Whether this candidate is leading in the current run.
     leading: bool,
-}
-
-#[derive(Debug)]
-struct Observation {
-    record: LeaderElectionRecord,
-    version: RawVersion,
-    time: Instant,
-}
-
-impl Observation {
-    fn expiry(&self) -> Instant {
-        self.time + self.record.lease_duration
-    }
 }
 
 /// How the renew loop ended.

@@ -81,6 +81,7 @@ mod error;
 #[cfg(feature = "kube")]
 mod lease_lock;
 mod lock;
+mod observation;
 mod record;
 mod state;
 #[cfg(any(test, feature = "testing"))]
@@ -96,6 +97,9 @@ pub use elector::LeaderElector;
 pub use error::LeaderElectionError;
 #[cfg(feature = "kube")]
 pub use lease_lock::LeaseLock;
+#[cfg(feature = "kube")]
+pub(crate) use lease_lock::record_from_spec;
 pub use lock::{Lock, LockError};
+pub(crate) use observation::Observation;
 pub use record::{LeaderElectionRecord, RawVersion};
 pub use state::{LeaderState, StopReason, Stopped};

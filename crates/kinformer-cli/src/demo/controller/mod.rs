@@ -111,8 +111,13 @@ impl ControllerStats {
     }
 }
 
+/// Decides whether this process may sync a key now (sharding): returns a claim held for the
+/// whole sync, or `None` to skip the key.
+pub type Gate = Arc<dyn Fn(&str) -> Option<Box<dyn Send>> + Send + Sync>;
+
 struct Inner {
     client: kube::Client,
+    gate: Option<Gate>,
     replicasets: SharedIndexInformer<ReplicaSet>,
     pods: SharedIndexInformer<Pod>,
     queue: RateLimitingQueue<String>,
@@ -149,8 +154,28 @@ impl ReplicaSetController {
         client: kube::Client,
         queue: RateLimitingQueue<String>,
     ) -> Result<Self, ControllerError> {
-        let replicasets = factory.informer::<ReplicaSet>();
-        let pods = factory.informer::<Pod>();
+        Self::with_informers(
+            factory.informer::<ReplicaSet>(),
+            factory.informer::<Pod>(),
+            client,
+            queue,
+            None,
+        )
+    }
+
+    /// Sets the controller up on the given informers (as [`new`](Self::new)). With a `gate`,
+    /// each sync first asks it for a claim and skips the key without one (a sharded replica
+    /// syncs only the ReplicaSets it owns).
+    ///
+    /// # Errors
+    /// [`ControllerError`] if an informer has already stopped.
+    pub fn with_informers(
+        replicasets: SharedIndexInformer<ReplicaSet>,
+        pods: SharedIndexInformer<Pod>,
+        client: kube::Client,
+        queue: RateLimitingQueue<String>,
+        gate: Option<Gate>,
+    ) -> Result<Self, ControllerError> {
         add_owner_indexes(&pods)?;
         let expectations = Arc::new(ControllerExpectations::new(EXPECTATIONS_TTL));
         let stats = Arc::new(ControllerStats::default());
@@ -166,6 +191,7 @@ impl ReplicaSetController {
         Ok(Self {
             inner: Arc::new(Inner {
                 client,
+                gate,
                 replicasets,
                 pods,
                 queue,
@@ -217,6 +243,13 @@ impl ReplicaSetController {
 
     /// One reconcile as the workers run it: a counted [`sync`](Self::sync).
     async fn reconcile(&self, key: &str) -> Result<Action, SyncError> {
+        let _claim = match &self.inner.gate {
+            Some(gate) => match gate(key) {
+                Some(claim) => Some(claim),
+                None => return Ok(Action::Done),
+            },
+            None => None,
+        };
         ControllerStats::bump(&self.inner.stats.syncs, 1);
         self.sync(key)
             .await
