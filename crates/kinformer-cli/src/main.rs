@@ -1,6 +1,7 @@
 //! The `kinformer` command.
 
 mod args;
+mod bench;
 mod demo;
 mod serve;
 mod store_mode;
@@ -24,6 +25,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Mirror a resource of a cluster (or a `kinformer serve`) into an informer and print its events.
     Watch(watch::WatchArgs),
+    /// Run the benchmark workloads (the `kinformer-bench` runner, built beside this binary).
+    Bench(bench::BenchArgs),
 }
 
 fn main() {
@@ -32,5 +35,6 @@ fn main() {
         Command::Serve(args) => std::process::exit(serve::run(args)),
         Command::Demo(args) => std::process::exit(demo::run(args)),
         Command::Watch(args) => std::process::exit(watch::run(args)),
+        Command::Bench(args) => std::process::exit(bench::run(args)),
     }
 }

@@ -142,3 +142,18 @@ async fn a_closed_pipe_ends_watch_quietly() {
     assert!(status.success(), "{status}: {err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn bench_runs_the_runner_beside_the_binary_or_says_how_to_build_it() {
+    let out = kinformer(&["bench", "nope"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // Either the runner ran and refused the group, or it is missing and the error says how
+    // to build it.
+    assert!(
+        err.contains("unknown bench group `nope`")
+            || err.contains("cargo build --release -p kinformer-bench"),
+        "{err}"
+    );
+}
