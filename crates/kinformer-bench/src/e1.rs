@@ -15,10 +15,11 @@
 //! replaces pods `0..n` once each, in order, directly in the server's store (the same
 //! revisions and watch events as an HTTP write, without an HTTP client in the way), and prints
 //! `updated <n> <ms>`. It exits at the end of its stdin, i.e. when the bench process ends.
-//! The first round's objects are built before the server announces itself. The server keeps
-//! each object in JSON and in protobuf, both encoded at the write
-//! (`StoreConfig::encode_protobuf`), so that lists and watches in either format only copy
-//! bytes and the protobuf rows measure the client, as the JSON ones do.
+//! The first round's objects are built before the server announces itself. For the protobuf
+//! workloads (`--protobuf`) the server keeps each object in JSON and in protobuf, both encoded
+//! at the write (`StoreConfig::encode_protobuf`), so that lists and watches in either format
+//! only copy bytes and the protobuf rows measure the client, as the JSON ones do; the JSON
+//! workloads' server encodes JSON only, as before.
 //!
 //! Why in-store writes: 100,000 HTTP PUTs from one client run at a few thousand per second on
 //! this machine, so an HTTP writer would dominate. The in-store writer is faster (about
@@ -141,6 +142,26 @@ impl Peer {
     fn typed(wire: Wire, compact: bool) -> Self {
         Peer::Kinformer { wire, compact }
     }
+
+    /// Whether this peer reads protobuf (the server then encodes it at every write).
+    fn protobuf(self) -> bool {
+        matches!(
+            self,
+            Peer::Kinformer {
+                wire: Wire::Protobuf,
+                ..
+            } | Peer::KinformerLean(Wire::Protobuf)
+        )
+    }
+}
+
+/// The formats the bench server encodes each object in at the write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Encode {
+    /// JSON only (protobuf, if asked for, at the first protobuf read).
+    Json,
+    /// JSON and protobuf: for the protobuf workloads, so that they measure the client.
+    JsonAndProtobuf,
 }
 
 /// The server child process and its command pipe.
@@ -152,11 +173,14 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
-    pub(crate) fn spawn(pods: usize, realistic: bool) -> Result<Self, String> {
+    pub(crate) fn spawn(pods: usize, realistic: bool, encode: Encode) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
         let mut args = vec!["server".to_string(), "--pods".into(), pods.to_string()];
         if realistic {
             args.push("--realistic".into());
+        }
+        if encode == Encode::JsonAndProtobuf {
+            args.push("--protobuf".into());
         }
         let mut child = Command::new(exe)
             .args(&args)
@@ -221,7 +245,7 @@ impl Drop for ServerProcess {
 
 /// `kinformer-bench server`: the server side of the E1 and L0 workloads (see the module
 /// documentation). Returns the process exit code.
-pub fn serve_for_bench(pods: usize, realistic: bool) -> i32 {
+pub fn serve_for_bench(pods: usize, realistic: bool, protobuf: bool) -> i32 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -232,7 +256,7 @@ pub fn serve_for_bench(pods: usize, realistic: bool) -> i32 {
             return 1;
         }
     };
-    match rt.block_on(bench_server(pods, realistic)) {
+    match rt.block_on(bench_server(pods, realistic, protobuf)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: bench server: {e}");
@@ -272,13 +296,14 @@ fn seed_realistic(server: &ApiServer, pods: usize) -> Result<(), String> {
     Ok(())
 }
 
-async fn bench_server(pods: usize, realistic: bool) -> Result<(), String> {
+async fn bench_server(pods: usize, realistic: bool, protobuf: bool) -> Result<(), String> {
     let mut config = ServerConfig::default();
     // Room for every update in the history, so that a lagging watch is never expired.
     config.store.max_events = 3 * pods.max(1);
-    // Objects are encoded in protobuf at the write, as in JSON, so that the protobuf rows
-    // measure the client and not the server's encoding.
-    config.store.encode_protobuf = true;
+    // For the protobuf workloads objects are encoded in protobuf at the write, as in JSON, so
+    // that they measure the client and not the server's encoding; the others do not pay for
+    // it during the update burst.
+    config.store.encode_protobuf = protobuf;
     let server = ApiServer::start_with(config)
         .await
         .map_err(|e| e.to_string())?;
@@ -460,7 +485,12 @@ where
 }
 
 async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
-    let mut server = ServerProcess::spawn(PODS, realistic)?;
+    let encode = if peer.protobuf() {
+        Encode::JsonAndProtobuf
+    } else {
+        Encode::Json
+    };
+    let mut server = ServerProcess::spawn(PODS, realistic, encode)?;
     let client = server.client()?;
     let progress = Arc::new(Progress::new());
     let cancel = CancellationToken::new();
@@ -566,7 +596,7 @@ struct PodItems {
 
 /// F0: every page (500 pods) of the list fetched, nothing decoded but the continue token.
 async fn f0() -> Result<Metrics, String> {
-    let server = ServerProcess::spawn(PODS, false)?;
+    let server = ServerProcess::spawn(PODS, false, Encode::Json)?;
     let client = server.client()?;
     let start = Instant::now();
     let mut token: Option<String> = None;
@@ -624,7 +654,7 @@ enum JsonDecoder {
 
 /// L0 and L0-fast: the served list (fetched whole, outside the timing) decoded into pods.
 async fn l0(decoder: JsonDecoder) -> Result<Metrics, String> {
-    let server = ServerProcess::spawn(PODS, false)?;
+    let server = ServerProcess::spawn(PODS, false, Encode::Json)?;
     let client = server.client()?;
     let request = http::Request::get("/api/v1/pods")
         .body(Vec::new())
@@ -658,7 +688,7 @@ async fn l0(decoder: JsonDecoder) -> Result<Metrics, String> {
 }
 
 async fn l0p() -> Result<Metrics, String> {
-    let server = ServerProcess::spawn(PODS, false)?;
+    let server = ServerProcess::spawn(PODS, false, Encode::JsonAndProtobuf)?;
     let client = server.client()?;
     let request = http::Request::get("/api/v1/pods")
         .header(http::header::ACCEPT, kinformer_protobuf::CONTENT_TYPE)

@@ -45,6 +45,9 @@ enum Command {
         /// Seed realistic pods (BENCHMARKS.md's W4R rules) instead of bench pods.
         #[arg(long)]
         realistic: bool,
+        /// Encode every object in protobuf at the write too (for the protobuf workloads).
+        #[arg(long)]
+        protobuf: bool,
     },
     /// Draw the chart of `--plot` from runs saved with `--json` (files may be combined).
     Plot {
@@ -71,9 +74,14 @@ fn main() {
     let cli = Cli::parse();
     match (cli.command, cli.bench) {
         (Some(Command::Run { workload }), _) => exit_on_error(run_one(&workload)),
-        (Some(Command::Server { pods, realistic }), _) => {
-            std::process::exit(serve_for_bench(pods, realistic))
-        }
+        (
+            Some(Command::Server {
+                pods,
+                realistic,
+                protobuf,
+            }),
+            _,
+        ) => std::process::exit(serve_for_bench(pods, realistic, protobuf)),
         (Some(Command::Plot { files, out }), _) => exit_on_error(plot_saved(&files, &out)),
         (Some(Command::ShardReplica { url, identity }), _) => {
             std::process::exit(shard_replica(&url, &identity))

@@ -186,7 +186,7 @@ fn s1() -> Result<Metrics, String> {
     let mut rss = Vec::new();
     let mut rebalance = None;
     for count in [1usize, 2, 4] {
-        let server = ServerProcess::spawn(pods, false)?;
+        let server = ServerProcess::spawn(pods, false, crate::e1::Encode::Json)?;
         let url = server.url.clone();
         // Labelling from scratch.
         let mut replicas = start_replicas(&url, count)?;
