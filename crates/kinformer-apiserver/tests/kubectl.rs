@@ -10,6 +10,15 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
+/// The whitespace-separated cells of line `n` of kubectl's output (none past the end).
+fn cells(out: &str, n: usize) -> Vec<&str> {
+    out.lines()
+        .nth(n)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect()
+}
+
 fn kubectl_path() -> Option<String> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -252,23 +261,16 @@ async fn kubectl_prints_tables_lists_namespaces_and_applies() {
             run(&["get", "pods", "-A"]).output().await.unwrap(),
             "get pods -A",
         );
-        let mut lines = out.lines();
-        let head: Vec<&str> = lines
-            .next()
-            .unwrap_or_default()
-            .split_whitespace()
-            .collect();
         assert_eq!(
-            head,
+            cells(&out, 0),
             ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"],
             "{out}"
         );
-        let row: Vec<&str> = lines
-            .next()
-            .unwrap_or_default()
-            .split_whitespace()
-            .collect();
-        assert_eq!(&row[..5], ["ns-1", "pod-1", "1/1", "Running", "2"], "{out}");
+        assert_eq!(
+            &cells(&out, 1)[..5],
+            ["ns-1", "pod-1", "1/1", "Running", "2"],
+            "{out}"
+        );
         // -o wide adds the priority-1 columns.
         let out = ok(
             run(&["get", "pods", "-A", "-o", "wide"])
@@ -277,14 +279,8 @@ async fn kubectl_prints_tables_lists_namespaces_and_applies() {
                 .unwrap(),
             "get pods -A -o wide",
         );
-        let head: Vec<&str> = out
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .split_whitespace()
-            .collect();
         assert_eq!(
-            head,
+            cells(&out, 0),
             [
                 "NAMESPACE",
                 "NAME",
@@ -306,12 +302,9 @@ async fn kubectl_prints_tables_lists_namespaces_and_applies() {
             run(&["get", "deployments"]).output().await.unwrap(),
             "get deployments",
         );
-        assert!(
-            out.lines()
-                .next()
-                .unwrap_or_default()
-                .split_whitespace()
-                .eq(["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]),
+        assert_eq!(
+            cells(&out, 0),
+            ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
             "{out}"
         );
         assert!(out.contains("d ") && out.contains("0/1"), "{out}");

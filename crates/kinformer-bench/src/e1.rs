@@ -246,20 +246,31 @@ impl Drop for ServerProcess {
 /// `kinformer-bench server`: the server side of the E1 and L0 workloads (see the module
 /// documentation). Returns the process exit code.
 pub fn serve_for_bench(pods: usize, realistic: bool, protobuf: bool) -> i32 {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    exit_code(
+        tokio::runtime::Builder::new_multi_thread(),
+        "bench server",
+        bench_server(pods, realistic, protobuf),
+    )
+}
+
+/// Runs `f` to its end on a runtime from `builder`, as a child process's main: exit code 0, or
+/// 1 after printing `what` and the error.
+pub(crate) fn exit_code(
+    mut builder: tokio::runtime::Builder,
+    what: &str,
+    f: impl Future<Output = Result<(), String>>,
+) -> i32 {
+    let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
             return 1;
         }
     };
-    match rt.block_on(bench_server(pods, realistic, protobuf)) {
+    match rt.block_on(f) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: bench server: {e}");
+            eprintln!("error: {what}: {e}");
             1
         }
     }

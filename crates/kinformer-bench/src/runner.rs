@@ -284,6 +284,13 @@ fn fmt_value(v: f64) -> String {
     }
 }
 
+/// The values of metric `name` over `runs` (runs without it left out).
+fn metric_values(runs: &[(String, Metrics)], name: &str) -> Vec<f64> {
+    runs.iter()
+        .filter_map(|(_, m)| m.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
+        .collect()
+}
+
 /// The median of each metric over `runs`, in the first run's order.
 fn median_metrics(runs: &[(String, Metrics)]) -> Metrics {
     let Some((_, first)) = runs.first() else {
@@ -291,13 +298,7 @@ fn median_metrics(runs: &[(String, Metrics)]) -> Metrics {
     };
     first
         .iter()
-        .map(|(name, _)| {
-            let mut values: Vec<f64> = runs
-                .iter()
-                .filter_map(|(_, m)| m.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
-                .collect();
-            (name.clone(), median(&mut values))
-        })
+        .map(|(name, _)| (name.clone(), median(&mut metric_values(runs, name))))
         .collect()
 }
 
@@ -308,10 +309,7 @@ fn summarize(workload: &str, runs: &[(String, Metrics)]) -> String {
         return out;
     };
     for (name, _) in first {
-        let mut values: Vec<f64> = runs
-            .iter()
-            .filter_map(|(_, m)| m.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
-            .collect();
+        let mut values = metric_values(runs, name);
         let med = median(&mut values);
         let (min, max) = (values[0], values[values.len() - 1]);
         out.push_str(&format!(

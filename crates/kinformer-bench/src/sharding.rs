@@ -265,24 +265,13 @@ fn s1() -> Result<Metrics, String> {
 /// `kinformer-bench shard-replica`: one S1 replica (see the module docs). Returns the exit
 /// code.
 pub fn shard_replica(url: &str, identity: &str) -> i32 {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return 1;
-        }
-    };
-    match rt.block_on(replica(url, identity)) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("error: replica {identity}: {e}");
-            1
-        }
-    }
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(2);
+    crate::e1::exit_code(
+        builder,
+        &format!("replica {identity}"),
+        replica(url, identity),
+    )
 }
 
 async fn replica(url: &str, identity: &str) -> Result<(), String> {

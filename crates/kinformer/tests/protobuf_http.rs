@@ -22,6 +22,15 @@ use support::{Tracker, cache_pods, server_pods, small_pod, wait_converged};
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
+/// The `Content-Type` of a request or response (empty without one).
+fn content_type(headers: &http::HeaderMap) -> String {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
 /// A client that records the `Content-Type` of every response.
 fn recording_client(server: &ApiServer) -> (Client, Arc<Mutex<Vec<String>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -32,13 +41,7 @@ fn recording_client(server: &ApiServer) -> (Client, Arc<Mutex<Vec<String>>>) {
         .unwrap()
         .with_layer(&tower::util::MapResponseLayer::new(
             move |res: http::Response<_>| {
-                let ct = res
-                    .headers()
-                    .get(http::header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_owned();
-                recorded.lock().push(ct);
+                recorded.lock().push(content_type(res.headers()));
                 res
             },
         ))
@@ -189,13 +192,7 @@ fn request_recording_client(server: &ApiServer) -> (Client, Arc<Mutex<Vec<String
         .unwrap()
         .with_layer(&tower::util::MapRequestLayer::new(
             move |req: http::Request<_>| {
-                let ct = req
-                    .headers()
-                    .get(http::header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_owned();
-                recorded.lock().push(ct);
+                recorded.lock().push(content_type(req.headers()));
                 req
             },
         ))

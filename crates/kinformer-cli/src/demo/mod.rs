@@ -256,6 +256,29 @@ async fn clean_up(
     }
 }
 
+/// The chaos level (faults only on the embedded server) and the scenario drawn from `--seed`
+/// over `namespaces`.
+fn plan(
+    args: &DemoArgs,
+    embedded: bool,
+    namespaces: &[String],
+) -> (ChaosLevel, scenario::Scenario) {
+    let chaos = if embedded {
+        args.chaos
+    } else {
+        ChaosLevel::Off
+    };
+    let size = scenario::Size::for_target(args.connect.is_cluster(), args.replicasets);
+    let scenario = scenario::generate(
+        args.seed,
+        &size,
+        namespaces,
+        Duration::from_secs_f64(args.chaos_secs.max(0.0)),
+        chaos.kills_pods() || (!embedded && args.chaos != ChaosLevel::Off),
+    );
+    (chaos, scenario)
+}
+
 async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     let started = Instant::now();
     let Setup {
@@ -283,19 +306,7 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     config.default_retry = false;
     let client = kube::Client::try_from(config)?;
 
-    let chaos = if embedded.is_some() {
-        args.chaos
-    } else {
-        ChaosLevel::Off
-    };
-    let size = scenario::Size::for_target(args.connect.is_cluster(), args.replicasets);
-    let scenario = scenario::generate(
-        args.seed,
-        &size,
-        &namespaces,
-        Duration::from_secs_f64(args.chaos_secs.max(0.0)),
-        chaos.kills_pods() || (embedded.is_none() && args.chaos != ChaosLevel::Off),
-    );
+    let (chaos, scenario) = plan(&args, embedded.is_some(), &namespaces);
     let wanted: i32 = scenario.initial.iter().map(|r| r.replicas).sum();
     say(&format!(
         "kinformer demo: seed {}, {} ReplicaSets ({wanted} pods), {} workers, chaos {:?}, {where_}",

@@ -37,11 +37,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backend::Backend;
-use super::chaos::{self, ChaosLevel};
+use super::chaos;
 use super::controller::{Gate, ReplicaSetController, controller_of};
 use super::kubelet::Kubelet;
 use super::verify::{self, Verification};
-use super::{DemoArgs, DemoError, MAX_RETRY_WAIT, POD_HOT_OBJECTS, Setup, say, scenario};
+use super::{DemoArgs, DemoError, MAX_RETRY_WAIT, POD_HOT_OBJECTS, Setup, say};
 
 /// How the replicas share the ReplicaSets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -460,19 +460,7 @@ pub(super) async fn run(args: DemoArgs, count: usize, setup: Setup) -> Result<bo
         server.audit().enable();
     }
     config.default_retry = false;
-    let chaos = if embedded.is_some() {
-        args.chaos
-    } else {
-        ChaosLevel::Off
-    };
-    let size = scenario::Size::for_target(args.connect.is_cluster(), args.replicasets);
-    let scenario = scenario::generate(
-        args.seed,
-        &size,
-        &namespaces,
-        Duration::from_secs_f64(args.chaos_secs.max(0.0)),
-        chaos.kills_pods() || (embedded.is_none() && args.chaos != ChaosLevel::Off),
-    );
+    let (chaos, scenario) = super::plan(&args, embedded.is_some(), &namespaces);
     let wanted: i32 = scenario.initial.iter().map(|r| r.replicas).sum();
     say(&format!(
         "kinformer demo: seed {}, {} ReplicaSets ({wanted} pods), {count} replicas sharded {mode:?} ({} workers each), chaos {:?}, {where_}",

@@ -8,12 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::NamespaceResourceScope;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube_core::Resource;
 use parking_lot::Mutex;
-use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -21,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::handover::{DRAIN_ANNOTATION, DRAINED_ANNOTATION, SHARD_LABEL, ShardState};
 use super::leases::MemberLeases;
 use super::membership::Membership;
+use super::resource::ShardedResource;
 use crate::cache::{DeletedObject, ResourceEventHandler, SharedIndexInformer};
 
 /// The label selector of `identity`'s shard: give it to the informers of the sharded
@@ -115,14 +114,7 @@ impl<K, M: MemberLeases> Drop for Claim<K, M> {
 
 impl<K, M> ShardReplica<K, M>
 where
-    K: Resource<Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-    K::DynamicType: Default,
+    K: ShardedResource,
     M: MemberLeases,
 {
     /// The replica of `membership`'s identity, over `informer` (which must select
@@ -300,14 +292,7 @@ struct DrainWatcher<K, M: MemberLeases> {
 
 impl<K, M> ResourceEventHandler<K> for DrainWatcher<K, M>
 where
-    K: Resource<Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-    K::DynamicType: Default,
+    K: ShardedResource,
     M: MemberLeases,
 {
     fn on_add(&self, obj: &Arc<K>, _is_in_initial_list: bool) {

@@ -78,6 +78,8 @@ mod lease_members;
 mod leases;
 mod membership;
 #[cfg(feature = "kube")]
+mod resource;
+#[cfg(feature = "kube")]
 mod sharder;
 #[cfg(feature = "kube")]
 mod table;
@@ -99,5 +101,7 @@ pub use labelled::{Claim, DrainingHandler, ShardReplica, shard_selector};
 pub use lease_members::LeaseMembers;
 pub use leases::{MemberLease, MemberLeases};
 pub use membership::{MemberView, Membership};
+#[cfg(feature = "kube")]
+pub use resource::ShardedResource;
 #[cfg(feature = "kube")]
 pub use sharder::{Sharder, SharderStats};

@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::NamespaceResourceScope;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube_core::metadata::ObjectMeta;
@@ -27,6 +26,7 @@ use super::assignment::ShardKey;
 use super::handover::{DRAIN_ANNOTATION, DRAINED_ANNOTATION, SHARD_LABEL, ShardAction, decide};
 use super::leases::MemberLeases;
 use super::membership::{MemberView, Membership};
+use super::resource::ShardedResource;
 use super::table::ShardTable;
 use crate::cache::{
     DeletedObject, HasSynced, InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer,
@@ -133,14 +133,7 @@ fn strip(meta: &ObjectMeta) -> ObjectMeta {
 
 impl<K, M> Sharder<K, M>
 where
-    K: Resource<Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-    K::DynamicType: Default,
+    K: ShardedResource,
     PartialObjectMeta<K>: Resource + DeserializeOwned,
     M: MemberLeases,
 {

@@ -86,7 +86,8 @@ pub(crate) trait EntrySet {
     fn put(&mut self, item: &Self::Item);
     /// Removes the entry with `item`'s key, if any.
     fn remove_item(&mut self, item: &Self::Item);
-    /// Removes `key`'s entry, if any.
+    /// Removes `key`'s entry, if any (compact relists).
+    #[cfg_attr(not(feature = "compact"), allow(dead_code))]
     fn remove_key(&mut self, key: &ObjectKey);
     /// True when no entry is left.
     fn is_empty(&self) -> bool;
@@ -143,7 +144,8 @@ impl<S: EntrySet> Index<S> {
         self.remove_with(value, |set| set.remove_item(item));
     }
 
-    /// Removes `key` from `value`'s set, and the set once empty.
+    /// Removes `key` from `value`'s set, and the set once empty (compact relists).
+    #[cfg_attr(not(feature = "compact"), allow(dead_code))]
     pub(crate) fn remove_key(&mut self, value: &str, key: &ObjectKey) {
         self.remove_with(value, |set| set.remove_key(key));
     }
