@@ -290,6 +290,14 @@ pub(crate) fn decode_watch_line_with<K: DeserializeOwned>(
     if line.trim().is_empty() {
         return None;
     }
+    // As API servers write events, the object is cut out without a scan; its own decode then
+    // checks that the cut is one JSON value. Anything else takes the general path, which
+    // also words the errors.
+    if let Some((kind, object)) = server_layout(line)
+        && let Ok(event) = event_of(decoder, kind, object)
+    {
+        return Some(Ok(event));
+    }
     let (kind, object) = match decoder.split_event(line) {
         Ok(e) => e,
         Err(e) => {
@@ -305,12 +313,38 @@ pub(crate) fn decode_watch_line_with<K: DeserializeOwned>(
             .into()));
         }
     };
-    let result = match kind.as_str() {
-        "ADDED" => decode_object(decoder, &object).map(|o| WatchEvent::Added(Arc::new(o))),
-        "MODIFIED" => decode_object(decoder, &object).map(|o| WatchEvent::Modified(Arc::new(o))),
-        "DELETED" => decode_object(decoder, &object).map(|o| WatchEvent::Deleted(Arc::new(o))),
+    Some(event_of(decoder, &kind, &object).map_err(ListWatchError::Decode))
+}
+
+/// The event types of a watch.
+const EVENT_TYPES: [&str; 5] = ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"];
+
+/// The type and the object's JSON of a line laid out exactly as API servers write one:
+/// `{"type":"<TYPE>","object":<OBJECT>}` with no whitespace. The object is everything between
+/// `"object":` and the last `}`, which is the object iff it decodes as one JSON value (with
+/// another member after it, it would not).
+fn server_layout(line: &str) -> Option<(&'static str, &str)> {
+    let rest = line.trim_end().strip_prefix("{\"type\":\"")?;
+    let kind = EVENT_TYPES.into_iter().find(|k| rest.starts_with(k))?;
+    let object = rest
+        .get(kind.len()..)?
+        .strip_prefix("\",\"object\":")?
+        .strip_suffix('}')?;
+    Some((kind, object))
+}
+
+/// The event of this type carrying this object's JSON.
+fn event_of<K: DeserializeOwned>(
+    decoder: JsonDecoder,
+    kind: &str,
+    object: &str,
+) -> Result<WatchEvent<K>, DecodeError> {
+    match kind {
+        "ADDED" => decode_object(decoder, object).map(|o| WatchEvent::Added(Arc::new(o))),
+        "MODIFIED" => decode_object(decoder, object).map(|o| WatchEvent::Modified(Arc::new(o))),
+        "DELETED" => decode_object(decoder, object).map(|o| WatchEvent::Deleted(Arc::new(o))),
         "BOOKMARK" => decoder
-            .decode::<BookmarkObject>(&object)
+            .decode::<BookmarkObject>(object)
             .map(|b| {
                 WatchEvent::Bookmark(Bookmark {
                     resource_version: b.metadata.resource_version,
@@ -319,14 +353,13 @@ pub(crate) fn decode_watch_line_with<K: DeserializeOwned>(
             })
             .map_err(|e| DecodeError::new(format!("undecodable bookmark: {e}"))),
         "ERROR" => decoder
-            .decode::<kube_core::Status>(&object)
+            .decode::<kube_core::Status>(object)
             .map(|s| WatchEvent::Error(api_status(&s)))
             .map_err(|e| DecodeError::new(format!("undecodable error status: {e}"))),
         other => Err(DecodeError::new(format!(
             "unknown watch event type {other:?}"
         ))),
-    };
-    Some(result.map_err(ListWatchError::Decode))
+    }
 }
 
 #[cfg(test)]
@@ -463,6 +496,46 @@ mod tests {
                 other => panic!("{other:?}"),
             }
             assert!(decode_watch_line_with::<ConfigMap>(d, "  ").is_none());
+        }
+    }
+
+    /// The server's layout is cut without a scan; a line that only looks like it (another
+    /// member after the object, whitespace) decodes as the general path reads it.
+    #[test]
+    fn lines_in_the_servers_layout_and_lookalikes_decode_the_same() {
+        let obj = r#"{"metadata":{"name":"a","labels":{"x":"}"}}}"#;
+        assert_eq!(
+            server_layout(&format!(r#"{{"type":"MODIFIED","object":{obj}}}"#)),
+            Some(("MODIFIED", obj))
+        );
+        assert_eq!(
+            server_layout(&format!(r#"{{"type": "ADDED","object":{obj}}}"#)),
+            None
+        );
+        assert_eq!(server_layout(r#"{"type":"ADDEDX","object":{}}"#), None);
+        for &d in JsonDecoder::ALL {
+            let name = |line: &str| match decode_watch_line_with::<ConfigMap>(d, line) {
+                Some(Ok(WatchEvent::Modified(o))) => o.metadata.name.clone(),
+                other => panic!("{line}: {other:?}"),
+            };
+            assert_eq!(
+                name(&format!(r#"{{"type":"MODIFIED","object":{obj}}}"#)).as_deref(),
+                Some("a")
+            );
+            // A member after the object: the cut is not one value, the general path reads it.
+            let after = r#"{"type":"MODIFIED","object":{"metadata":{"name":"a"}},"x":{"metadata":{"name":"b"}}}"#;
+            assert_eq!(name(after).as_deref(), Some("a"));
+            let lazy = decode_watch_line_with::<Lazy<ConfigMap>>(d, after);
+            assert!(
+                matches!(&lazy, Some(Ok(WatchEvent::Modified(o))) if o.meta().name.as_deref() == Some("a")),
+                "{lazy:?}"
+            );
+            // A bad object in the server's layout is the general path's error.
+            let bad = r#"{"type":"MODIFIED","object":{"metadata":{"name":"x"},"data":{"k":1}}}"#;
+            match decode_watch_line_with::<ConfigMap>(d, bad) {
+                Some(Err(ListWatchError::Decode(e))) => assert_eq!(e.name.as_deref(), Some("x")),
+                other => panic!("{other:?}"),
+            }
         }
     }
 

@@ -44,15 +44,6 @@ pub(crate) fn from_kube(err: ::kube::Error) -> ListWatchError {
     }
 }
 
-/// Maps an I/O error while reading a watch body.
-pub(crate) fn from_io(err: &std::io::Error) -> ListWatchError {
-    if refused(err) {
-        ListWatchError::connection_refused(err.to_string())
-    } else {
-        ListWatchError::transport(err.to_string())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,7 @@ mod capabilities;
 mod decode;
 mod error;
 mod factory;
+mod lines;
 #[cfg(feature = "protobuf")]
 mod protobuf;
 mod wire;
@@ -69,7 +70,7 @@ use std::time::Duration;
 
 use ::kube::api::{ListParams, VersionMatch, WatchParams};
 use ::kube::{Api, Client};
-use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
+use futures::{StreamExt, TryStreamExt};
 use http_body_util::BodyExt as _;
 use kube_core::{PartialObjectMeta, Request, Resource};
 use serde::de::DeserializeOwned;
@@ -462,10 +463,9 @@ where
             let events = match events {
                 Some(events) => events,
                 None => {
-                    let body = within(limit, "watch", client.request_stream(json_req?))
-                        .await?
-                        .map_err(error::from_kube)?;
-                    json_events::<K>(body).boxed()
+                    let res = within(limit, "watch", send(&client, json_req?)).await??;
+                    let body = res.into_body().into_data_stream().map_err(KubeReadError);
+                    lines::json_events::<K, _, _>(body).boxed()
                 }
             };
             let events = events.scan(false, |ended, item| {
@@ -488,29 +488,6 @@ where
     fn watch_list_support(&self) -> Option<&WatchListSupport> {
         Some(self.capabilities.watch_list_support())
     }
-}
-
-/// The events of a JSON watch body, one per line.
-fn json_events<K>(
-    body: impl futures::AsyncBufRead + Send + 'static,
-) -> impl futures::Stream<Item = Result<WatchEvent<K>, ListWatchError>> + Send
-where
-    K: DeserializeOwned + Send + Sync + 'static,
-{
-    Box::pin(body)
-        .lines()
-        .into_stream()
-        .take_while(|line| {
-            // A broken-off chunk at the end is a resumable close, as kube treats it.
-            let end = matches!(line, Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof);
-            std::future::ready(!end)
-        })
-        .filter_map(|line| {
-            std::future::ready(match line {
-                Ok(line) => decode::decode_watch_line::<K>(&line),
-                Err(e) => Some(Err(error::from_io(&e))),
-            })
-        })
 }
 
 /// Sends a request whose response is read by its content type; error statuses (JSON or
@@ -588,8 +565,7 @@ where
         return protobuf::events::<K, _, _>(body.map_err(KubeReadError)).boxed();
     }
     let _ = content_type;
-    let reader = body.map_err(std::io::Error::other).into_async_read();
-    json_events::<K>(reader).boxed()
+    lines::json_events::<K, _, _>(body.map_err(KubeReadError)).boxed()
 }
 
 /// A read error of a watch body.
