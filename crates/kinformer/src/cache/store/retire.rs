@@ -25,7 +25,7 @@ type Garbage = Arc<dyn Send + Sync>;
 /// Objects per batch.
 const BATCH: usize = 64;
 /// Batches that may wait for the dropping thread.
-const QUEUED: usize = 4;
+const QUEUED: usize = 16;
 
 thread_local! {
     /// This thread's partial batch.
@@ -42,13 +42,11 @@ fn dropper() -> Option<&'static SyncSender<Vec<Garbage>>> {
             std::thread::Builder::new()
                 .name("kinformer-drop".into())
                 .spawn(move || {
+                    // A batch at a time, without yielding in between: a dropper that gives way
+                    // per object falls behind whenever the machine is busy, and the writers
+                    // then drop their objects themselves (once its queue is full).
                     for batch in rx {
-                        for obj in batch {
-                            drop(obj);
-                            // On a busy machine, give way to the writers: the queue then
-                            // fills and they drop their objects themselves.
-                            std::thread::yield_now();
-                        }
+                        drop(batch);
                     }
                 })
                 .ok()?;
