@@ -109,4 +109,28 @@ mod tests {
             std::thread::yield_now();
         }
     }
+
+    #[test]
+    fn a_burst_past_the_queue_bound_neither_blocks_nor_leaks() {
+        // Far more than the queue holds, from a thread that then exits (its partial batch is
+        // dropped with it): every object is dropped, by the writer or the dropping thread.
+        let count = BATCH * QUEUED * 8 + BATCH / 2;
+        let weaks = std::thread::spawn(move || {
+            (0..count)
+                .map(|i| {
+                    let obj = Arc::new(vec![i; 16]);
+                    let weak = Arc::downgrade(&obj);
+                    retire(obj);
+                    weak
+                })
+                .collect::<Vec<Weak<Vec<usize>>>>()
+        })
+        .join()
+        .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while weaks.iter().any(|w| w.strong_count() > 0) {
+            assert!(std::time::Instant::now() < deadline, "some never dropped");
+            std::thread::yield_now();
+        }
+    }
 }
