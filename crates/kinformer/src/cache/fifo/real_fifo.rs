@@ -157,7 +157,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
 
     fn append(
         &self,
-        entries: Vec<(Option<ObjectKey>, Delta<K>)>,
+        entries: impl IntoIterator<Item = (Option<ObjectKey>, Delta<K>)>,
         replace: bool,
     ) -> Result<(), CacheError> {
         let mut s = self.core.lock_open()?;
@@ -176,7 +176,8 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     fn push_object(&self, delta_of: fn(Arc<K>) -> Delta<K>, obj: Arc<K>) -> Result<(), CacheError> {
         let obj = self.transform(obj);
         let key = meta_namespace_key(obj.as_ref())?;
-        self.append(vec![(Some(key), delta_of(obj))], false)
+        // One delta: appended as it is, without a vector around it.
+        self.append(std::iter::once((Some(key), delta_of(obj))), false)
     }
 
     /// Tombstones for every key the consumer will know once `log` drains (the known objects

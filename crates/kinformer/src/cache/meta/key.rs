@@ -58,6 +58,27 @@ impl ObjectKey {
 /// Keys up to this long are joined on the stack, so making one allocates only the key itself.
 const STACK_KEY: usize = 128;
 
+/// Runs `f` with the key of `namespace` and `name` as it would be made by
+/// [`ObjectKey::new`], joined on the stack for keys of usual length (no allocation): for
+/// looking a key up before deciding whether to make one.
+pub(crate) fn with_key_str<R>(namespace: Option<&str>, name: &str, f: impl FnOnce(&str) -> R) -> R {
+    let ns = match namespace {
+        Some(ns) if !ns.is_empty() => ns,
+        _ => return f(name),
+    };
+    let len = ns.len() + 1 + name.len();
+    if len <= STACK_KEY {
+        let mut buf = [0u8; STACK_KEY];
+        buf[..ns.len()].copy_from_slice(ns.as_bytes());
+        buf[ns.len()] = b'/';
+        buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
+        if let Ok(s) = std::str::from_utf8(&buf[..len]) {
+            return f(s);
+        }
+    }
+    f(&format!("{ns}/{name}"))
+}
+
 /// `ns/name` as one shared string, in a single allocation for keys of usual length.
 fn joined(ns: &str, name: &str) -> Arc<str> {
     let len = ns.len() + 1 + name.len();

@@ -3,6 +3,7 @@
 
 mod error;
 mod key;
+pub(crate) use key::with_key_str;
 mod lazy;
 mod selector;
 

@@ -11,6 +11,7 @@ use super::error::IndexerError;
 use super::scratch::{Scratch, with_scratch};
 use super::tables::{State, Stored, Tables, compute_values_into, sorted};
 use super::{IndexFunc, Indexers, TransformFunc, Upserted};
+use crate::cache::meta::with_key_str;
 use crate::cache::meta::{ObjectKey, meta_namespace_key};
 
 /// The indexer over one storage (see [`Indexer`](super::Indexer) for the properties).
@@ -77,16 +78,33 @@ where
 
     /// See [`Indexer::upsert`](super::Indexer::upsert).
     pub(super) fn upsert(&self, obj: Arc<K>) -> Result<Upserted<K>, IndexerError> {
-        let (key, obj) = self.prepare(obj)?;
-        let _w = self.writer.lock();
-        let v = self.backend.store(&key, &obj)?;
-        let (stored, funcs) = {
-            let s = self.state.read();
-            (
-                s.tables.items.get(key.as_str()).cloned(),
-                Arc::clone(&s.indexers),
-            )
+        let obj = match &self.transform {
+            Some(t) => t(obj),
+            None => obj,
         };
+        let _w = self.writer.lock();
+        // An update reuses the stored key: the key is looked up without being made.
+        let (found, funcs) = {
+            let s = self.state.read();
+            let meta = obj.meta();
+            let found = match meta.name.as_deref() {
+                Some(name) if !name.is_empty() => {
+                    with_key_str(meta.namespace.as_deref(), name, |k| {
+                        s.tables
+                            .items
+                            .get_key_value(k)
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                    })
+                }
+                _ => None,
+            };
+            (found, Arc::clone(&s.indexers))
+        };
+        let (key, stored) = match found {
+            Some((key, stored)) => (key, Some(stored)),
+            None => (meta_namespace_key(obj.as_ref())?, None),
+        };
+        let v = self.backend.store(&key, &obj)?;
         if let Some(stored) = stored.as_ref().filter(|o| B::same(o, &v)) {
             // The stored object is `obj` (typed: the same `Arc`; compact: the same bytes,
             // nothing to decode), and so are its index values: nothing changes.

@@ -24,6 +24,13 @@ pub(super) trait KeyLike {
     fn key_hash(&self) -> u64 {
         key_hash(self.key_parts())
     }
+
+    /// For a stored object: the hash of its key and the object's address. Two entries of the
+    /// same object have the same key, and entries with different hashes have different keys,
+    /// so comparing these first spares reading the key out of a (rarely cached) old object.
+    fn identity(&self) -> Option<(u64, *const ())> {
+        None
+    }
 }
 
 impl KeyLike for ObjectKey {
@@ -79,6 +86,14 @@ impl Hash for dyn KeyLike + '_ {
 
 impl PartialEq for dyn KeyLike + '_ {
     fn eq(&self, other: &Self) -> bool {
+        if let (Some((ha, pa)), Some((hb, pb))) = (self.identity(), other.identity()) {
+            if pa == pb {
+                return true;
+            }
+            if ha != hb {
+                return false;
+            }
+        }
         same_key(self.key_parts(), other.key_parts())
     }
 }
@@ -138,6 +153,10 @@ impl<K: Resource> KeyLike for ByKey<K> {
     fn key_hash(&self) -> u64 {
         self.hash
     }
+
+    fn identity(&self) -> Option<(u64, *const ())> {
+        Some((self.hash, Arc::as_ptr(&self.obj).cast()))
+    }
 }
 
 impl<K: Resource> Hash for ByKey<K> {
@@ -148,7 +167,8 @@ impl<K: Resource> Hash for ByKey<K> {
 
 impl<K: Resource> PartialEq for ByKey<K> {
     fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash && same_key(self.key_parts(), other.key_parts())
+        self.hash == other.hash
+            && (Arc::ptr_eq(&self.obj, &other.obj) || same_key(self.key_parts(), other.key_parts()))
     }
 }
 
@@ -175,6 +195,20 @@ impl<K: Resource> EntrySet for FastSet<ByKey<K>> {
     fn put(&mut self, item: &ByKey<K>) {
         // `replace`, not `insert`: an unchanged index value must point at the new object.
         self.replace(item.clone());
+    }
+
+    fn old_item(item: &ByKey<K>, old: &Arc<K>) -> Option<ByKey<K>> {
+        Some(ByKey {
+            hash: item.hash,
+            obj: Arc::clone(old),
+        })
+    }
+
+    fn refresh(&mut self, old: &ByKey<K>, new: &ByKey<K>) {
+        // Found by the old object's address, without reading its key; `replace` then finds
+        // no entry of the same hash left, so it reads no key either.
+        self.remove(old as &dyn KeyLike);
+        self.replace(new.clone());
     }
 
     fn remove_item(&mut self, item: &ByKey<K>) {
@@ -246,5 +280,30 @@ mod tests {
         set.put(&<FastSet<ByKey<Pod>>>::item(&key, &first.obj));
         set.remove_key(&key);
         assert!(EntrySet::is_empty(&set));
+    }
+
+    #[test]
+    fn refresh_swaps_the_old_object_for_the_new_one_under_the_same_key() {
+        let mut set: FastSet<ByKey<Pod>> = EntrySet::with_one();
+        let key = ObjectKey::from("ns/a");
+        let old = pod(Some("ns"), "a");
+        let other = pod(Some("ns"), "b");
+        set.put(&<FastSet<ByKey<Pod>>>::item(&key, &old.obj));
+        set.put(&<FastSet<ByKey<Pod>>>::item(
+            &ObjectKey::from("ns/b"),
+            &other.obj,
+        ));
+        let new = pod(Some("ns"), "a");
+        let new_item = <FastSet<ByKey<Pod>>>::item(&key, &new.obj);
+        let old_item = <FastSet<ByKey<Pod>>>::old_item(&new_item, &old.obj).unwrap();
+        set.refresh(&old_item, &new_item);
+        assert_eq!(set.len(), 2);
+        let stored = set.get(&key as &dyn KeyLike).unwrap();
+        assert!(Arc::ptr_eq(&stored.obj, &new.obj));
+        assert_eq!(
+            Arc::strong_count(&old.obj),
+            2,
+            "the set let go of the old object"
+        );
     }
 }

@@ -84,6 +84,15 @@ pub(crate) trait EntrySet {
     fn with_one() -> Self;
     /// Inserts `item`, replacing an entry with the same key.
     fn put(&mut self, item: &Self::Item);
+    /// The item of `item`'s key with the entry `old` that it replaces, if this storage finds
+    /// entries faster by it (typed: by the old object's address).
+    fn old_item(_item: &Self::Item, _old: &Self::Entry) -> Option<Self::Item> {
+        None
+    }
+    /// Replaces the entry `old` (stored, of the same key as `new`) with `new`.
+    fn refresh(&mut self, _old: &Self::Item, new: &Self::Item) {
+        self.put(new);
+    }
     /// Removes the entry with `item`'s key, if any.
     fn remove_item(&mut self, item: &Self::Item);
     /// Removes `key`'s entry, if any (compact relists).
@@ -113,16 +122,30 @@ impl<S> Default for Index<S> {
 impl<S: EntrySet> Index<S> {
     /// Moves `item`'s key from the `old` values to the `new` values, recording its entry (also
     /// under values that did not change). The value strings are moved out of `new` (left
-    /// empty).
-    pub(crate) fn update(&mut self, item: &S::Item, old: &[String], new: &mut [String]) {
+    /// empty). `old_item`, if given, is the entry stored under the `old` values (see
+    /// [`EntrySet::old_item`]).
+    pub(crate) fn update(
+        &mut self,
+        item: &S::Item,
+        old_item: Option<&S::Item>,
+        old: &[String],
+        new: &mut [String],
+    ) {
+        let stored = old_item.unwrap_or(item);
         for o in old {
             if !new.contains(o) {
-                self.remove(o, item);
+                self.remove(o, stored);
             }
         }
         for n in new.iter_mut() {
-            // Unchanged values keep the key; the entry is refreshed in place.
-            self.put(std::mem::take(n), item);
+            match (old_item, old.contains(n)) {
+                // Unchanged values keep the key; the entry is refreshed in place.
+                (Some(prev), true) => match self.map.get_mut(n.as_str()) {
+                    Some(set) => set.refresh(prev, item),
+                    None => self.put(std::mem::take(n), item),
+                },
+                _ => self.put(std::mem::take(n), item),
+            }
         }
     }
 

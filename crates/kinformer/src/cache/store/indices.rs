@@ -115,7 +115,7 @@ where
             let mut vals = compute_values(&new, key, &obj)?;
             let item = SetOf::<K, B>::item(key, v);
             for (i, index) in added.iter_mut().enumerate() {
-                index.update(&item, &[], vals.get_mut(i));
+                index.update(&item, None, &[], vals.get_mut(i));
             }
         }
         drop(items);

@@ -66,18 +66,19 @@ where
         new: &mut IndexValues,
     ) {
         let item = V::Set::item(key, v);
+        let prev = self.items.insert(key.clone(), v.clone());
+        let prev_item = prev.as_ref().and_then(|p| V::Set::old_item(&item, p));
         for (i, index) in self.indices.iter_mut().enumerate() {
             let old = old.map(|o| o.get(i)).unwrap_or(&[]);
-            index.update(&item, old, new.get_mut(i));
+            index.update(&item, prev_item.as_ref(), old, new.get_mut(i));
         }
-        self.items.insert(key.clone(), v.clone());
     }
 
     /// Removes `key` (whose stored object `v` has index values `old`).
     pub(super) fn take(&mut self, key: &ObjectKey, v: &V, old: &IndexValues) {
         let item = V::Set::item(key, v);
         for (i, index) in self.indices.iter_mut().enumerate() {
-            index.update(&item, old.get(i), &mut []);
+            index.update(&item, None, old.get(i), &mut []);
         }
         self.items.remove(key.as_str());
     }
