@@ -115,7 +115,8 @@ where
             });
         }
         let old = match &stored {
-            Some(o) => Some(self.object_of(&key, o, Via::Cache)?),
+            // On its way out: served by the hot cache if there, not entered (the new one is).
+            Some(o) => Some(self.object_of(&key, o, Via::Peek)?),
             None => None,
         };
         with_scratch(|s| self.put_indexed(s, &funcs, &key, &obj, old.as_deref(), &v))?;
