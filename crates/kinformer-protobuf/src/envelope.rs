@@ -90,7 +90,14 @@ impl<'a> Envelope<'a> {
         let mut type_meta = Vec::with_capacity(api_version.len() + kind.len() + 4);
         wire::put_bytes(&mut type_meta, 1, api_version.as_bytes());
         wire::put_bytes(&mut type_meta, 2, kind.as_bytes());
-        let mut out = Vec::with_capacity(raw.len() + type_meta.len() + 16);
+        // Exactly the envelope's size, so that a caller keeping it as a boxed slice does not
+        // reallocate it.
+        let mut out = Vec::with_capacity(
+            MAGIC.len()
+                + wire::bytes_field_len(type_meta.len())
+                + wire::bytes_field_len(raw.len())
+                + 4,
+        );
         out.extend_from_slice(&MAGIC);
         wire::put_bytes(&mut out, 1, &type_meta);
         wire::put_bytes(&mut out, 2, raw);

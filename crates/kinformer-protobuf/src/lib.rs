@@ -47,6 +47,7 @@ pub use envelope::{Envelope, MAGIC};
 pub use error::Error;
 pub use kinds::is_builtin_group;
 pub use list::{Item, List, ListBuilder, ListMeta};
+pub use meta::{ObjectMetaRef, OwnerReferenceRef, object_meta};
 pub use watch::{DEFAULT_MAX_FRAME, FrameReader, WatchEvent};
 
 use schema::Schema;

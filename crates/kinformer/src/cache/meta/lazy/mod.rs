@@ -132,7 +132,7 @@ impl<K> Lazy<K> {
             ));
         }
         let envelope: Envelope = meta::from_json(&raw)?;
-        Ok(Self::with(envelope, Body::Json(raw)))
+        Ok(Self::with(envelope.metadata.into(), Body::Json(raw)))
     }
 
     /// Decodes the metadata of an enveloped Kubernetes protobuf object (`k8s\0` +
@@ -144,13 +144,13 @@ impl<K> Lazy<K> {
     #[cfg(feature = "protobuf")]
     pub fn from_protobuf(bytes: impl Into<Vec<u8>>) -> Result<Self, kinformer_protobuf::Error> {
         let bytes = bytes.into().into_boxed_slice();
-        let envelope: Envelope = kinformer_protobuf::from_slice(&bytes)?;
-        Ok(Self::with(envelope, Body::Protobuf(bytes)))
+        let meta = meta::from_protobuf(kinformer_protobuf::object_meta(&bytes)?);
+        Ok(Self::with(meta, Body::Protobuf(bytes)))
     }
 
-    fn with(envelope: Envelope, body: Body) -> Self {
+    fn with(meta: ObjectMeta, body: Body) -> Self {
         Lazy {
-            meta: envelope.metadata.into(),
+            meta,
             body,
             meta_changed: false,
             decoded: OnceLock::new(),
