@@ -58,7 +58,7 @@ mod writes;
 pub use capabilities::ServerCapabilities;
 pub use factory::KubeClient;
 pub use wire::Wire;
-pub use writes::{create, replace};
+pub use writes::{create, create_with, replace, replace_with};
 
 pub use decode::{decode_list, decode_watch_line};
 
