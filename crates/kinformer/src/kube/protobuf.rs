@@ -264,6 +264,44 @@ mod tests {
         assert!(decode_event::<Lazy<ConfigMap>>(&bad[4..]).is_err());
     }
 
+    #[test]
+    fn corrupt_lazy_items_are_skipped_with_their_name_or_fail_when_read() {
+        use crate::cache::Lazy;
+        use kube_core::Resource;
+        // PodList items: `bad-meta` has a label value that is not UTF-8 (its metadata does not
+        // parse: skipped, named); `bad-spec` has a spec that is not a PodSpec (its metadata
+        // parses: kept, and reading it in full is an error naming it); `good`.
+        let meta = |name: &[u8], extra: &[u8]| {
+            let mut m = vec![0x0a, name.len() as u8];
+            m.extend_from_slice(name);
+            m.extend_from_slice(extra);
+            let mut field = vec![0x0a, m.len() as u8];
+            field.extend(m);
+            field
+        };
+        let label = [0x5a, 6, 0x0a, 1, b'k', 0x12, 1, 0xff];
+        let mut bad_meta = meta(b"bad-meta", &label);
+        bad_meta.extend_from_slice(&[0x12, 2, 0x08, 1]); // spec: a varint where a volume is
+        let mut bad_spec = meta(b"bad-spec", &[]);
+        bad_spec.extend_from_slice(&[0x12, 3, 0x0a, 1, 0xff]);
+        let good = meta(b"good", &[]);
+        let mut raw = vec![0x0a, 0];
+        for item in [&bad_meta, &bad_spec, &good] {
+            raw.push(0x12);
+            raw.push(item.len() as u8);
+            raw.extend_from_slice(item);
+        }
+        let bytes = kinformer_protobuf::Envelope::encode("v1", "PodList", &raw);
+        let out = decode_list::<Lazy<k8s_openapi::api::core::v1::Pod>>(&bytes).unwrap();
+        assert_eq!(out.undecodable.len(), 1);
+        assert_eq!(out.undecodable[0].name.as_deref(), Some("bad-meta"));
+        let names: Vec<_> = out.items.iter().map(|o| o.meta().name.clone()).collect();
+        assert_eq!(names, [Some("bad-spec".into()), Some("good".into())]);
+        let err = out.items[0].object().unwrap_err();
+        assert_eq!(err.name.as_deref(), Some("bad-spec"));
+        assert!(out.items[1].object().is_ok());
+    }
+
     #[tokio::test]
     async fn frames_split_anywhere_decode_to_events() {
         let mut body = frame(
