@@ -569,7 +569,11 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
     };
 
     if std::env::var_os("KINFORMER_BENCH_TRACE").is_some() {
-        eprintln!("E1: peak RSS at sync {:.1} MiB", peak_rss_mib()?);
+        eprintln!(
+            "E1: peak RSS at sync {:.1} MiB, CPU time at sync {:.0} ms",
+            peak_rss_mib()?,
+            cpu_ms()?
+        );
     }
     let all_updates = progress.all_updates.notified();
     let write_start = Instant::now();
@@ -752,6 +756,25 @@ async fn l0p() -> Result<Metrics, String> {
         ("mb_per_s".into(), body.len() as f64 / 1e6 / secs),
         ("peak_rss_mib".into(), peak),
     ])
+}
+
+/// CPU time (user + system) of this process so far, in ms (from `/proc/self/stat`, in clock
+/// ticks of 10 ms).
+fn cpu_ms() -> Result<f64, String> {
+    let stat = std::fs::read_to_string("/proc/self/stat")
+        .map_err(|e| format!("reading /proc/self/stat: {e}"))?;
+    // The fields after the command name (which is in parentheses and may hold spaces).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let ticks: Vec<f64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    match ticks[..] {
+        [user, system] => Ok((user + system) * 10.0),
+        _ => Err("no CPU times in /proc/self/stat".into()),
+    }
 }
 
 /// Peak resident set size (VmHWM) of this process in MiB.

@@ -61,6 +61,8 @@ pub use wire::Wire;
 pub use writes::{create, create_with, replace, replace_with};
 
 pub use decode::{decode_list, decode_watch_line};
+#[cfg(feature = "protobuf")]
+pub use protobuf::decode_list as decode_protobuf_list;
 
 use std::fmt;
 use std::future::Future;

@@ -18,11 +18,28 @@ pub(crate) fn is_protobuf(content_type: &str) -> bool {
     })
 }
 
-/// Decodes a protobuf list body; undecodable items go to `undecodable`.
+/// Decodes a Kubernetes protobuf list body (`k8s\0` + an enveloped list) as the
+/// [`KubeListerWatcher`](super::KubeListerWatcher) does: items that do not decode as `K` go
+/// to [`ObjectList::undecodable`]; a [`Lazy`](crate::cache::Lazy) item keeps its protobuf
+/// bytes and decodes only its metadata.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer::cache::Lazy;
+/// use kube_core::Resource;
+///
+/// let meta = kinformer_protobuf::ListMeta { resource_version: Some("7".into()), ..Default::default() };
+/// let mut list = kinformer_protobuf::ListBuilder::new("v1", "PodList", &meta).unwrap();
+/// list.push(&serde_json::json!({"metadata": {"name": "a", "namespace": "ns"}})).unwrap();
+/// let decoded = kinformer::kube::decode_protobuf_list::<Lazy<Pod>>(&list.finish()).unwrap();
+/// assert_eq!(decoded.resource_version, "7");
+/// assert_eq!(decoded.items[0].meta().name.as_deref(), Some("a"));
+/// assert!(decoded.items[0].is_protobuf() && !decoded.items[0].is_decoded());
+/// ```
 ///
 /// # Errors
 /// [`ListWatchError::Decode`] when the body itself is not a list.
-pub(crate) fn decode_list<K: DeserializeOwned>(
+pub fn decode_list<K: DeserializeOwned>(
     body: &[u8],
 ) -> Result<ObjectList<K>, ListWatchError> {
     let list = List::parse(body)
