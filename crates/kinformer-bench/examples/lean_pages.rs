@@ -35,7 +35,10 @@ fn pages() -> (Vec<String>, Vec<Vec<u8>>) {
                 // As the server stores it: with the fields it sets at a create.
                 let mut pod = kinformer_apiserver::bench_pod(i);
                 let meta = pod["metadata"].as_object_mut().unwrap();
-                meta.insert("uid".into(), format!("6f1c2d3e-0000-4000-8000-{i:012}").into());
+                meta.insert(
+                    "uid".into(),
+                    format!("6f1c2d3e-0000-4000-8000-{i:012}").into(),
+                );
                 meta.insert("resourceVersion".into(), (i + 2).to_string().into());
                 meta.insert("creationTimestamp".into(), "2026-12-01T16:00:00Z".into());
                 meta.insert("generation".into(), 1.into());
@@ -67,7 +70,11 @@ fn pages() -> (Vec<String>, Vec<Vec<u8>>) {
 fn decode_json(pages: &[String]) -> Vec<Arc<Lazy<Pod>>> {
     let mut out = Vec::with_capacity(PODS);
     for page in pages {
-        out.extend(kinformer::kube::decode_list::<Lazy<Pod>>(page).unwrap().items);
+        out.extend(
+            kinformer::kube::decode_list::<Lazy<Pod>>(page)
+                .unwrap()
+                .items,
+        );
     }
     out
 }
@@ -75,7 +82,11 @@ fn decode_json(pages: &[String]) -> Vec<Arc<Lazy<Pod>>> {
 fn decode_protobuf(pages: &[Vec<u8>]) -> Vec<Arc<Lazy<Pod>>> {
     let mut out = Vec::with_capacity(PODS);
     for page in pages {
-        out.extend(kinformer::kube::decode_protobuf_list::<Lazy<Pod>>(page).unwrap().items);
+        out.extend(
+            kinformer::kube::decode_protobuf_list::<Lazy<Pod>>(page)
+                .unwrap()
+                .items,
+        );
     }
     out
 }
@@ -106,7 +117,27 @@ fn best(mut f: impl FnMut()) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// This process's resident set size in KiB.
+fn rss_kib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(f64::NAN)
+}
+
 fn main() {
+    // The protobuf schema is built at its first use in a process: what it costs a protobuf
+    // informer's first page.
+    let (cpu, rss) = (thread_cpu_ms(), rss_kib());
+    assert!(kinformer_protobuf::has_schema("v1", "Pod"));
+    println!(
+        "protobuf schema: built in {:.1} ms CPU, {:.1} MiB resident",
+        thread_cpu_ms() - cpu,
+        (rss_kib() - rss) / 1024.0
+    );
     let (json, pb) = pages();
     let bytes = |n: usize| n as f64 / PODS as f64;
     println!(

@@ -398,6 +398,10 @@ where
         options: &ListOptions,
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
         let raw = self.asks_for_protobuf();
+        #[cfg(feature = "protobuf")]
+        if raw {
+            protobuf::prepare_schema();
+        }
         let req = raw.then(|| self.list_request_as(options, true));
         let json_req = self.list_request_as(options, false);
         let learn = self.learner();
@@ -439,6 +443,10 @@ where
         options: &WatchOptions,
     ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
         let raw = self.asks_for_protobuf();
+        #[cfg(feature = "protobuf")]
+        if raw {
+            protobuf::prepare_schema();
+        }
         let req = raw.then(|| self.watch_request_as(options, true));
         let json_req = self.watch_request_as(options, false);
         let learn = self.learner();

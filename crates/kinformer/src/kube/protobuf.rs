@@ -18,6 +18,26 @@ pub(crate) fn is_protobuf(content_type: &str) -> bool {
     })
 }
 
+/// Has the protobuf schema built on a thread of its own, once per process, so that a first
+/// protobuf request's answer does not wait for it (the decoders wait for it if it is still
+/// being built).
+pub(crate) fn prepare_schema() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("kinformer-protobuf-schema".into())
+            .spawn(|| {
+                if let Err(e) = kinformer_protobuf::prepare() {
+                    tracing::warn!(error = %e, "the protobuf schema does not load");
+                }
+            });
+        if let Err(e) = spawned {
+            // The first decode builds it instead.
+            tracing::debug!(error = %e, "no thread to build the protobuf schema on");
+        }
+    });
+}
+
 /// Decodes a Kubernetes protobuf list body (`k8s\0` + an enveloped list) as the
 /// [`KubeListerWatcher`](super::KubeListerWatcher) does: items that do not decode as `K` go
 /// to [`ObjectList::undecodable`]; a [`Lazy`](crate::cache::Lazy) item keeps its protobuf
@@ -39,9 +59,7 @@ pub(crate) fn is_protobuf(content_type: &str) -> bool {
 ///
 /// # Errors
 /// [`ListWatchError::Decode`] when the body itself is not a list.
-pub fn decode_list<K: DeserializeOwned>(
-    body: &[u8],
-) -> Result<ObjectList<K>, ListWatchError> {
+pub fn decode_list<K: DeserializeOwned>(body: &[u8]) -> Result<ObjectList<K>, ListWatchError> {
     let list = List::parse(body)
         .map_err(|e| DecodeError::new(format!("list response is not a protobuf list: {e}")))?;
     let meta = list.metadata();
