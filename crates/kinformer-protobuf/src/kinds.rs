@@ -39,10 +39,13 @@ pub fn is_builtin_group(group: &str) -> bool {
 /// How many recent kinds [`message_for`] remembers per thread.
 const RECENT: usize = 8;
 
+/// A kind looked up: `apiVersion`, `kind`, and its message.
+type Looked = (Box<str>, Box<str>, Option<MessageId>);
+
 thread_local! {
     /// The last kinds looked up on this thread (an informer's thread sees one or two), so that
     /// decoding an object does not build the message's name and hash it every time.
-    static RECENT_KINDS: std::cell::RefCell<Vec<(Box<str>, Box<str>, Option<MessageId>)>> =
+    static RECENT_KINDS: std::cell::RefCell<Vec<Looked>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
