@@ -35,6 +35,7 @@ mod error;
 mod kinds;
 mod list;
 mod meta;
+mod raw_list;
 mod schema;
 mod ser;
 mod time;
@@ -47,7 +48,8 @@ pub use envelope::{Envelope, MAGIC};
 pub use error::Error;
 pub use kinds::is_builtin_group;
 pub use list::{Item, List, ListBuilder, ListMeta};
-pub use meta::{ObjectMetaRef, OwnerReferenceRef, object_meta};
+pub use meta::{ObjectMetaRef, OwnerReferenceRef, object_meta, object_name};
+pub use raw_list::RawList;
 pub use watch::{DEFAULT_MAX_FRAME, FrameReader, WatchEvent};
 
 use schema::Schema;

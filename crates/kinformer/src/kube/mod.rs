@@ -399,7 +399,7 @@ where
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
         let raw = self.asks_for_protobuf();
         #[cfg(feature = "protobuf")]
-        if raw {
+        if raw && !crate::cache::meta::is_lazy::<K>() {
             protobuf::prepare_schema();
         }
         let req = raw.then(|| self.list_request_as(options, true));
@@ -444,7 +444,7 @@ where
     ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
         let raw = self.asks_for_protobuf();
         #[cfg(feature = "protobuf")]
-        if raw {
+        if raw && !crate::cache::meta::is_lazy::<K>() {
             protobuf::prepare_schema();
         }
         let req = raw.then(|| self.watch_request_as(options, true));

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use kinformer_protobuf::{FrameReader, List, WatchEvent as PbEvent};
+use kinformer_protobuf::{FrameReader, List, RawList, WatchEvent as PbEvent};
 use serde::de::DeserializeOwned;
 
-use super::decode::{BookmarkObject, api_status};
+use super::decode::api_status;
 use crate::cache::listwatch::{Bookmark, DecodeError, ListWatchError, ObjectList, WatchEvent};
 
 /// True if a response's content type is protobuf (a body or a watch stream).
@@ -60,36 +60,55 @@ pub(crate) fn prepare_schema() {
 /// # Errors
 /// [`ListWatchError::Decode`] when the body itself is not a list.
 pub fn decode_list<K: DeserializeOwned>(body: &[u8]) -> Result<ObjectList<K>, ListWatchError> {
-    let list = List::parse(body)
-        .map_err(|e| DecodeError::new(format!("list response is not a protobuf list: {e}")))?;
-    let meta = list.metadata();
+    let not_a_list = |e: kinformer_protobuf::Error| {
+        DecodeError::new(format!("list response is not a protobuf list: {e}"))
+    };
+    if crate::cache::meta::is_lazy::<K>() {
+        // A `Lazy` keeps each item as an enveloped object of the list's item kind; the list
+        // is split without the schema, which a metadata-only informer never needs.
+        let list = RawList::parse(body).map_err(not_a_list)?;
+        let mut out = object_list(list.metadata(), list.items().len());
+        for item in list.items() {
+            let enveloped =
+                kinformer_protobuf::Envelope::encode(list.api_version(), list.item_kind(), item);
+            let decoded = K::deserialize(RawBytes(enveloped)).map_err(|e| e.to_string());
+            push(&mut out, decoded, item);
+        }
+        return Ok(out);
+    }
+    let list = List::parse(body).map_err(not_a_list)?;
+    let mut out = object_list(list.metadata(), list.len());
+    for item in list.items() {
+        push(
+            &mut out,
+            item.decode::<K>().map_err(|e| e.to_string()),
+            item.bytes(),
+        );
+    }
+    Ok(out)
+}
+
+/// An empty list of room for `n` items with `meta`'s version and continuation.
+fn object_list<K>(meta: &kinformer_protobuf::ListMeta, n: usize) -> ObjectList<K> {
     let mut out = ObjectList {
         resource_version: meta.resource_version.clone().unwrap_or_default(),
         continue_token: meta.continue_.clone().filter(|c| !c.is_empty()),
         remaining_item_count: meta.remaining_item_count,
         ..ObjectList::default()
     };
-    out.items.reserve(list.len());
-    let lazy = crate::cache::meta::is_lazy::<K>();
-    // A `Lazy` keeps each item as an enveloped object of the list's item kind.
-    let item_kind = list.kind().strip_suffix("List").unwrap_or(list.kind());
-    for item in list.items() {
-        let decoded = if lazy {
-            let enveloped =
-                kinformer_protobuf::Envelope::encode(list.api_version(), item_kind, item.bytes());
-            K::deserialize(RawBytes(enveloped)).map_err(|e| e.to_string())
-        } else {
-            item.decode::<K>().map_err(|e| e.to_string())
-        };
-        match decoded {
-            Ok(o) => out.items.push(Arc::new(o)),
-            Err(message) => out.undecodable.push(DecodeError {
-                name: item.name().map(str::to_owned),
-                message,
-            }),
-        }
+    out.items.reserve(n);
+    out
+}
+
+/// Adds a decoded item, or the error naming it (read from its bytes).
+fn push<K>(out: &mut ObjectList<K>, decoded: Result<K, String>, bytes: &[u8]) {
+    match decoded {
+        Ok(o) => out.items.push(Arc::new(o)),
+        Err(message) => out.undecodable.push(DecodeError {
+            name: kinformer_protobuf::object_name(bytes).map(str::to_owned),
+            message,
+        }),
     }
-    Ok(out)
 }
 
 /// An object's enveloped protobuf bytes handed to a `Deserialize` impl as a binary format
@@ -156,11 +175,16 @@ pub(crate) fn decode_event<K: DeserializeOwned>(
         "ADDED" => decode_object(event.object).map(|o| WatchEvent::Added(Arc::new(o))),
         "MODIFIED" => decode_object(event.object).map(|o| WatchEvent::Modified(Arc::new(o))),
         "DELETED" => decode_object(event.object).map(|o| WatchEvent::Deleted(Arc::new(o))),
-        "BOOKMARK" => kinformer_protobuf::from_slice::<BookmarkObject>(event.object)
-            .map(|b| {
+        // Read without the schema, as a metadata-only informer reads its objects.
+        "BOOKMARK" => kinformer_protobuf::object_meta(event.object)
+            .map(|m| {
                 WatchEvent::Bookmark(Bookmark {
-                    resource_version: b.metadata.resource_version,
-                    annotations: b.metadata.annotations.unwrap_or_default(),
+                    resource_version: m.resource_version.unwrap_or_default().to_owned(),
+                    annotations: m
+                        .annotations
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
                 })
             })
             .map_err(|e| DecodeError::new(format!("undecodable bookmark: {e}"))),

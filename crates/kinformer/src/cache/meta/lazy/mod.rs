@@ -139,8 +139,13 @@ impl<K> Lazy<K> {
     /// `runtime.Unknown`, as a server sends one object, e.g. in a watch event) and keeps the
     /// bytes as they are.
     ///
+    /// The metadata is read straight from the bytes, without the protobuf schema (which is
+    /// built only when an object is decoded in full).
+    ///
     /// # Errors
-    /// The bytes are not an enveloped object of a built-in kind, or its metadata is malformed.
+    /// The bytes are not an enveloped object of a built-in API group, or its metadata is
+    /// malformed. (An unknown kind of a built-in group fails when [`object`](Self::object)
+    /// decodes it.)
     #[cfg(feature = "protobuf")]
     pub fn from_protobuf(bytes: impl Into<Vec<u8>>) -> Result<Self, kinformer_protobuf::Error> {
         let bytes = bytes.into().into_boxed_slice();
