@@ -87,16 +87,23 @@ impl<'a> Envelope<'a> {
 
     /// The envelope around `raw`, an object of `api_version` and `kind`.
     pub fn encode(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
-        let mut type_meta = Vec::with_capacity(api_version.len() + kind.len() + 4);
-        wire::put_bytes(&mut type_meta, 1, api_version.as_bytes());
-        wire::put_bytes(&mut type_meta, 2, kind.as_bytes());
-        let mut out = Vec::with_capacity(raw.len() + type_meta.len() + 16);
+        let type_meta =
+            wire::bytes_field_len(api_version.len()) + wire::bytes_field_len(kind.len());
+        // One allocation of exactly the envelope's size, so that a caller keeping it as a
+        // boxed slice does not reallocate it.
+        let mut out = Vec::with_capacity(
+            MAGIC.len() + wire::bytes_field_len(type_meta) + wire::bytes_field_len(raw.len()) + 4,
+        );
         out.extend_from_slice(&MAGIC);
-        wire::put_bytes(&mut out, 1, &type_meta);
+        wire::put_key(&mut out, 1, wire::LEN);
+        wire::put_varint(&mut out, type_meta as u64);
+        wire::put_bytes(&mut out, 1, api_version.as_bytes());
+        wire::put_bytes(&mut out, 2, kind.as_bytes());
         wire::put_bytes(&mut out, 2, raw);
         // contentEncoding and contentType, empty, as Kubernetes writes them.
         wire::put_bytes(&mut out, 3, b"");
         wire::put_bytes(&mut out, 4, b"");
+        debug_assert_eq!(out.len(), out.capacity());
         out
     }
 

@@ -36,9 +36,42 @@ pub fn is_builtin_group(group: &str) -> bool {
     GROUPS.iter().any(|(g, _)| *g == group) || group == "meta.k8s.io"
 }
 
+/// How many recent kinds [`message_for`] remembers per thread.
+const RECENT: usize = 8;
+
+/// A kind looked up: `apiVersion`, `kind`, and its message.
+type Looked = (Box<str>, Box<str>, Option<MessageId>);
+
+thread_local! {
+    /// The last kinds looked up on this thread (an informer's thread sees one or two), so that
+    /// decoding an object does not build the message's name and hash it every time.
+    static RECENT_KINDS: std::cell::RefCell<Vec<Looked>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The message of a top-level kind (an object or a list with `metadata` as field 1), or of a
 /// `meta.k8s.io` kind such as `Status` (which the core group serves as `v1`).
 pub(crate) fn message_for(schema: &Schema, api_version: &str, kind: &str) -> Option<MessageId> {
+    let known = RECENT_KINDS.with_borrow(|recent| {
+        recent
+            .iter()
+            .find(|(v, k, _)| **v == *api_version && **k == *kind)
+            .map(|(_, _, id)| *id)
+    });
+    if let Some(id) = known {
+        return id;
+    }
+    let id = lookup(schema, api_version, kind);
+    RECENT_KINDS.with_borrow_mut(|recent| {
+        if recent.len() == RECENT {
+            recent.remove(0);
+        }
+        recent.push((api_version.into(), kind.into(), id));
+    });
+    id
+}
+
+fn lookup(schema: &Schema, api_version: &str, kind: &str) -> Option<MessageId> {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     if version.is_empty() || kind.is_empty() {
         return None;

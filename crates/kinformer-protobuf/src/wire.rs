@@ -138,6 +138,17 @@ pub(crate) fn put_key(out: &mut Vec<u8>, number: u32, wire: u8) {
     put_varint(out, (u64::from(number) << 3) | u64::from(wire));
 }
 
+/// The encoded size of a length-delimited field of a number below 16 holding `len` bytes.
+pub(crate) fn bytes_field_len(len: usize) -> usize {
+    let mut varint = 1;
+    let mut v = len >> 7;
+    while v > 0 {
+        varint += 1;
+        v >>= 7;
+    }
+    1 + varint + len
+}
+
 /// Appends a length-delimited field.
 pub(crate) fn put_bytes(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
     put_key(out, number, LEN);

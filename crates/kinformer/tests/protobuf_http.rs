@@ -243,3 +243,79 @@ async fn creates_and_replaces_of_built_in_kinds_send_protobuf_bodies() {
 fn kinformer_protobuf_content_type() -> String {
     "application/vnd.kubernetes.protobuf".to_owned()
 }
+
+/// A client for a server that refuses protobuf request bodies: a layer records each request
+/// body's `Content-Type`, then turns protobuf into a type the embedded server answers with
+/// `415`.
+fn refusing_client(server: &ApiServer) -> (Client, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut config = server.kube_config().unwrap();
+    config.default_retry = false;
+    let recorded = Arc::clone(&seen);
+    let client = kube::client::ClientBuilder::try_from(config)
+        .unwrap()
+        .with_layer(&tower::util::MapRequestLayer::new(
+            move |mut req: http::Request<_>| {
+                let ct = content_type(req.headers());
+                if ct == kinformer_protobuf_content_type() {
+                    req.headers_mut().insert(
+                        http::header::CONTENT_TYPE,
+                        http::HeaderValue::from_static("application/x-refused"),
+                    );
+                }
+                if req.method() != http::Method::GET {
+                    recorded.lock().push(ct);
+                }
+                req
+            },
+        ))
+        .build();
+    (client, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_protobuf_body_is_learnt_once_per_client() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kinformer::kube::{ServerCapabilities, create_with, replace_with};
+    use kube::api::PostParams;
+
+    let server = TestServer::start_with(ServerConfig::for_tests())
+        .await
+        .unwrap();
+    let (client, seen) = refusing_client(&server);
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let caps = ServerCapabilities::new();
+    let pp = PostParams::default();
+    let cm = |name: &str| {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.data = Some([("mode".to_owned(), "fast".to_owned())].into());
+        cm
+    };
+    let a = create_with(&api, &caps, &pp, &cm("a")).await.unwrap();
+    assert!(!caps.protobuf_bodies(api.resource_url()));
+    create_with(&api, &caps, &pp, &cm("b")).await.unwrap();
+    let mut changed = a.clone();
+    changed.data = Some([("mode".to_owned(), "slow".to_owned())].into());
+    replace_with(&api, &caps, "a", &pp, &changed).await.unwrap();
+    let (pb, json) = (kinformer_protobuf_content_type(), "application/json");
+    assert_eq!(
+        *seen.lock(),
+        [pb.as_str(), json, json, json],
+        "one refused protobuf body, then JSON at once"
+    );
+    let stored = server
+        .store()
+        .get("configmaps", "default", "a")
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored["data"], json!({"mode": "slow"}));
+
+    // Another client's record knows nothing of it (nor does a write without one).
+    seen.lock().clear();
+    create_with(&api, &ServerCapabilities::new(), &pp, &cm("c"))
+        .await
+        .unwrap();
+    kinformer::kube::create(&api, &pp, &cm("d")).await.unwrap();
+    assert_eq!(*seen.lock(), [pb.as_str(), json, pb.as_str(), json]);
+}

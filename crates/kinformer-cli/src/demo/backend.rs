@@ -33,6 +33,8 @@ pub enum Backend {
         client: kube::Client,
         /// The namespace of the workload (all namespaces when `None`).
         namespace: Option<String>,
+        /// What the writes learnt about the server (a refusal of protobuf bodies).
+        capabilities: kinformer::kube::ServerCapabilities,
     },
 }
 
@@ -107,11 +109,15 @@ impl Backend {
     pub async fn create_replicaset(&self, rs: &ReplicaSet) -> Result<(), BackendError> {
         match self {
             Backend::Embedded(s) => ignore_embedded(s.store().create_typed(rs).map(drop), 409),
-            Backend::Remote { client, .. } => {
+            Backend::Remote {
+                client,
+                capabilities,
+                ..
+            } => {
                 let ns = rs.metadata.namespace.as_deref().unwrap_or("default");
                 let api: Api<ReplicaSet> = Api::namespaced(client.clone(), ns);
                 let pp = PostParams::default();
-                let r = retry(|| kinformer::kube::create(&api, &pp, rs))
+                let r = retry(|| kinformer::kube::create_with(&api, capabilities, &pp, rs))
                     .await
                     .map(drop);
                 ignore_remote(r, false)
@@ -203,7 +209,9 @@ impl Backend {
     pub async fn replicasets(&self) -> Result<Vec<ReplicaSet>, BackendError> {
         match self {
             Backend::Embedded(s) => Ok(s.store().list_typed::<ReplicaSet>()?),
-            Backend::Remote { client, namespace } => Ok(list_remote(client, namespace).await?),
+            Backend::Remote {
+                client, namespace, ..
+            } => Ok(list_remote(client, namespace).await?),
         }
     }
 
@@ -217,7 +225,9 @@ impl Backend {
     pub async fn pods(&self) -> Result<Vec<Pod>, BackendError> {
         match self {
             Backend::Embedded(s) => Ok(s.store().list_typed::<Pod>()?),
-            Backend::Remote { client, namespace } => Ok(list_remote(client, namespace).await?),
+            Backend::Remote {
+                client, namespace, ..
+            } => Ok(list_remote(client, namespace).await?),
         }
     }
 }

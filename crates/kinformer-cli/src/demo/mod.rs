@@ -193,7 +193,10 @@ async fn setup(args: &DemoArgs) -> Result<Setup, DemoError> {
             let api: Api<Namespace> = Api::all(client.clone());
             let mut obj = Namespace::default();
             obj.metadata.name = Some(ns.clone());
-            match kinformer::kube::create(&api, &PostParams::default(), &obj).await {
+            let capabilities = kinformer::kube::ServerCapabilities::new();
+            match kinformer::kube::create_with(&api, &capabilities, &PostParams::default(), &obj)
+                .await
+            {
                 Ok(_) => created_namespace = Some((api, ns.clone())),
                 Err(kube::Error::Api(s)) if s.is_already_exists() => {}
                 Err(e) => tracing::warn!(error = %e, "could not create namespace {ns}"),
@@ -201,6 +204,7 @@ async fn setup(args: &DemoArgs) -> Result<Setup, DemoError> {
             let backend = Backend::Remote {
                 client,
                 namespace: Some(ns.clone()),
+                capabilities,
             };
             (backend, config, vec![ns])
         }

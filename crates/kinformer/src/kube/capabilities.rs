@@ -10,8 +10,9 @@ use crate::cache::listwatch::WatchListSupport;
 
 /// What the [`KubeListerWatcher`](super::KubeListerWatcher)s of one client have learnt about
 /// its API server, so that each thing is learnt once per client rather than once per informer
-/// and relist: whether the server refuses watch-list requests, and which API groups answer
-/// JSON to a protobuf request.
+/// and relist: whether the server refuses watch-list requests, which API groups answer JSON
+/// to a protobuf request, and which refuse protobuf request bodies (`415`, remembered by
+/// [`create_with`](super::create_with) and [`replace_with`](super::replace_with)).
 ///
 /// Clones share one record. A [`SharedInformerFactory`](crate::cache::SharedInformerFactory)
 /// gives its record to every informer it builds; sources built by hand share one with
@@ -31,6 +32,11 @@ use crate::cache::listwatch::WatchListSupport;
 /// assert!(caps.set_no_protobuf("/apis/metrics.k8s.io/v1beta1/pods"));
 /// assert!(!caps.protobuf("/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods"));
 /// assert!(caps.protobuf("/api/v1/pods"), "per API group and version");
+///
+/// assert!(caps.protobuf_bodies("/apis/apps/v1/namespaces/ns/deployments"));
+/// assert!(caps.set_no_protobuf_bodies("/apis/apps/v1/namespaces/ns/deployments"));
+/// assert!(!shared.protobuf_bodies("/apis/apps/v1/replicasets"));
+/// assert!(caps.protobuf_bodies("/api/v1/configmaps"));
 /// ```
 #[derive(Clone, Default)]
 pub struct ServerCapabilities {
@@ -42,6 +48,8 @@ struct Inner {
     watch_list: WatchListSupport,
     /// Group-version paths (`/api/v1`, `/apis/apps/v1`) that answer JSON to protobuf.
     json_only: Mutex<HashSet<String>>,
+    /// Group-version paths that refused a protobuf request body (`415`).
+    json_bodies: Mutex<HashSet<String>>,
 }
 
 impl fmt::Debug for ServerCapabilities {
@@ -49,6 +57,7 @@ impl fmt::Debug for ServerCapabilities {
         f.debug_struct("ServerCapabilities")
             .field("watch_list", &self.watch_list())
             .field("json_only", &*self.inner.json_only.lock())
+            .field("json_bodies", &*self.inner.json_bodies.lock())
             .finish()
     }
 }
@@ -89,6 +98,25 @@ impl ServerCapabilities {
     pub fn set_no_protobuf(&self, url_path: &str) -> bool {
         self.inner
             .json_only
+            .lock()
+            .insert(group_version(url_path).to_owned())
+    }
+
+    /// False once the API group and version of `url_path` refused a protobuf request body
+    /// (`415 Unsupported Media Type`): writes there are sent in JSON.
+    pub fn protobuf_bodies(&self, url_path: &str) -> bool {
+        !self
+            .inner
+            .json_bodies
+            .lock()
+            .contains(group_version(url_path))
+    }
+
+    /// Records that the API group and version of `url_path` refuse protobuf request bodies;
+    /// true if this is news.
+    pub fn set_no_protobuf_bodies(&self, url_path: &str) -> bool {
+        self.inner
+            .json_bodies
             .lock()
             .insert(group_version(url_path).to_owned())
     }

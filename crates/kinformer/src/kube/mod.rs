@@ -59,9 +59,11 @@ mod writes;
 pub use capabilities::ServerCapabilities;
 pub use factory::KubeClient;
 pub use wire::Wire;
-pub use writes::{create, replace};
+pub use writes::{create, create_with, replace, replace_with};
 
 pub use decode::{decode_list, decode_watch_line};
+#[cfg(feature = "protobuf")]
+pub use protobuf::decode_list as decode_protobuf_list;
 
 use std::fmt;
 use std::future::Future;
@@ -397,6 +399,10 @@ where
         options: &ListOptions,
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
         let raw = self.asks_for_protobuf();
+        #[cfg(feature = "protobuf")]
+        if raw && !crate::cache::meta::is_lazy::<K>() {
+            protobuf::prepare_schema();
+        }
         let req = raw.then(|| self.list_request_as(options, true));
         let json_req = self.list_request_as(options, false);
         let learn = self.learner();
@@ -438,6 +444,10 @@ where
         options: &WatchOptions,
     ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
         let raw = self.asks_for_protobuf();
+        #[cfg(feature = "protobuf")]
+        if raw && !crate::cache::meta::is_lazy::<K>() {
+            protobuf::prepare_schema();
+        }
         let req = raw.then(|| self.watch_request_as(options, true));
         let json_req = self.watch_request_as(options, false);
         let learn = self.learner();

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use kinformer_protobuf::{FrameReader, List, WatchEvent as PbEvent};
+use kinformer_protobuf::{FrameReader, List, RawList, WatchEvent as PbEvent};
 use serde::de::DeserializeOwned;
 
-use super::decode::{BookmarkObject, api_status};
+use super::decode::api_status;
 use crate::cache::listwatch::{Bookmark, DecodeError, ListWatchError, ObjectList, WatchEvent};
 
 /// True if a response's content type is protobuf (a body or a watch stream).
@@ -18,43 +18,97 @@ pub(crate) fn is_protobuf(content_type: &str) -> bool {
     })
 }
 
-/// Decodes a protobuf list body; undecodable items go to `undecodable`.
+/// Has the protobuf schema built on a thread of its own, once per process, so that a first
+/// protobuf request's answer does not wait for it (the decoders wait for it if it is still
+/// being built).
+pub(crate) fn prepare_schema() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("kinformer-protobuf-schema".into())
+            .spawn(|| {
+                if let Err(e) = kinformer_protobuf::prepare() {
+                    tracing::warn!(error = %e, "the protobuf schema does not load");
+                }
+            });
+        if let Err(e) = spawned {
+            // The first decode builds it instead.
+            tracing::debug!(error = %e, "no thread to build the protobuf schema on");
+        }
+    });
+}
+
+/// Decodes a Kubernetes protobuf list body (`k8s\0` + an enveloped list) as the
+/// [`KubeListerWatcher`](super::KubeListerWatcher) does: items that do not decode as `K` go
+/// to [`ObjectList::undecodable`]; a [`Lazy`](crate::cache::Lazy) item keeps its protobuf
+/// bytes and decodes only its metadata.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer::cache::Lazy;
+/// use kube_core::Resource;
+///
+/// let meta = kinformer_protobuf::ListMeta { resource_version: Some("7".into()), ..Default::default() };
+/// let mut list = kinformer_protobuf::ListBuilder::new("v1", "PodList", &meta).unwrap();
+/// list.push(&serde_json::json!({"metadata": {"name": "a", "namespace": "ns"}})).unwrap();
+/// let decoded = kinformer::kube::decode_protobuf_list::<Lazy<Pod>>(&list.finish()).unwrap();
+/// assert_eq!(decoded.resource_version, "7");
+/// assert_eq!(decoded.items[0].meta().name.as_deref(), Some("a"));
+/// assert!(decoded.items[0].is_protobuf() && !decoded.items[0].is_decoded());
+/// ```
 ///
 /// # Errors
 /// [`ListWatchError::Decode`] when the body itself is not a list.
-pub(crate) fn decode_list<K: DeserializeOwned>(
-    body: &[u8],
-) -> Result<ObjectList<K>, ListWatchError> {
-    let list = List::parse(body)
-        .map_err(|e| DecodeError::new(format!("list response is not a protobuf list: {e}")))?;
-    let meta = list.metadata();
+pub fn decode_list<K: DeserializeOwned>(body: &[u8]) -> Result<ObjectList<K>, ListWatchError> {
+    let not_a_list = |e: kinformer_protobuf::Error| {
+        DecodeError::new(format!("list response is not a protobuf list: {e}"))
+    };
+    if crate::cache::meta::is_lazy::<K>() {
+        // A `Lazy` keeps each item as an enveloped object of the list's item kind; the list
+        // is split without the schema, which a metadata-only informer never needs.
+        let list = RawList::parse(body).map_err(not_a_list)?;
+        let mut out = object_list(list.metadata(), list.items().len());
+        for item in list.items() {
+            let enveloped =
+                kinformer_protobuf::Envelope::encode(list.api_version(), list.item_kind(), item);
+            let decoded = K::deserialize(RawBytes(enveloped)).map_err(|e| e.to_string());
+            push(&mut out, decoded, item);
+        }
+        return Ok(out);
+    }
+    let list = List::parse(body).map_err(not_a_list)?;
+    let mut out = object_list(list.metadata(), list.len());
+    for item in list.items() {
+        push(
+            &mut out,
+            item.decode::<K>().map_err(|e| e.to_string()),
+            item.bytes(),
+        );
+    }
+    Ok(out)
+}
+
+/// An empty list of room for `n` items with `meta`'s version and continuation.
+fn object_list<K>(meta: &kinformer_protobuf::ListMeta, n: usize) -> ObjectList<K> {
     let mut out = ObjectList {
         resource_version: meta.resource_version.clone().unwrap_or_default(),
         continue_token: meta.continue_.clone().filter(|c| !c.is_empty()),
         remaining_item_count: meta.remaining_item_count,
         ..ObjectList::default()
     };
-    out.items.reserve(list.len());
-    let lazy = crate::cache::meta::is_lazy::<K>();
-    // A `Lazy` keeps each item as an enveloped object of the list's item kind.
-    let item_kind = list.kind().strip_suffix("List").unwrap_or(list.kind());
-    for item in list.items() {
-        let decoded = if lazy {
-            let enveloped =
-                kinformer_protobuf::Envelope::encode(list.api_version(), item_kind, item.bytes());
-            K::deserialize(RawBytes(enveloped)).map_err(|e| e.to_string())
-        } else {
-            item.decode::<K>().map_err(|e| e.to_string())
-        };
-        match decoded {
-            Ok(o) => out.items.push(Arc::new(o)),
-            Err(message) => out.undecodable.push(DecodeError {
-                name: item.name().map(str::to_owned),
-                message,
-            }),
-        }
+    out.items.reserve(n);
+    out
+}
+
+/// Adds a decoded item, or the error naming it (read from its bytes).
+fn push<K>(out: &mut ObjectList<K>, decoded: Result<K, String>, bytes: &[u8]) {
+    match decoded {
+        Ok(o) => out.items.push(Arc::new(o)),
+        Err(message) => out.undecodable.push(DecodeError {
+            name: kinformer_protobuf::object_name(bytes).map(str::to_owned),
+            message,
+        }),
     }
-    Ok(out)
 }
 
 /// An object's enveloped protobuf bytes handed to a `Deserialize` impl as a binary format
@@ -121,11 +175,16 @@ pub(crate) fn decode_event<K: DeserializeOwned>(
         "ADDED" => decode_object(event.object).map(|o| WatchEvent::Added(Arc::new(o))),
         "MODIFIED" => decode_object(event.object).map(|o| WatchEvent::Modified(Arc::new(o))),
         "DELETED" => decode_object(event.object).map(|o| WatchEvent::Deleted(Arc::new(o))),
-        "BOOKMARK" => kinformer_protobuf::from_slice::<BookmarkObject>(event.object)
-            .map(|b| {
+        // Read without the schema, as a metadata-only informer reads its objects.
+        "BOOKMARK" => kinformer_protobuf::object_meta(event.object)
+            .map(|m| {
                 WatchEvent::Bookmark(Bookmark {
-                    resource_version: b.metadata.resource_version,
-                    annotations: b.metadata.annotations.unwrap_or_default(),
+                    resource_version: m.resource_version.unwrap_or_default().to_owned(),
+                    annotations: m
+                        .annotations
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
                 })
             })
             .map_err(|e| DecodeError::new(format!("undecodable bookmark: {e}"))),
@@ -262,6 +321,44 @@ mod tests {
         // A broken object in an event is a decode error naming nothing it cannot read.
         let bad = PbEvent::encode_frame("ADDED", b"k8s\0\x01\x02");
         assert!(decode_event::<Lazy<ConfigMap>>(&bad[4..]).is_err());
+    }
+
+    #[test]
+    fn corrupt_lazy_items_are_skipped_with_their_name_or_fail_when_read() {
+        use crate::cache::Lazy;
+        use kube_core::Resource;
+        // PodList items: `bad-meta` has a label value that is not UTF-8 (its metadata does not
+        // parse: skipped, named); `bad-spec` has a spec that is not a PodSpec (its metadata
+        // parses: kept, and reading it in full is an error naming it); `good`.
+        let meta = |name: &[u8], extra: &[u8]| {
+            let mut m = vec![0x0a, name.len() as u8];
+            m.extend_from_slice(name);
+            m.extend_from_slice(extra);
+            let mut field = vec![0x0a, m.len() as u8];
+            field.extend(m);
+            field
+        };
+        let label = [0x5a, 6, 0x0a, 1, b'k', 0x12, 1, 0xff];
+        let mut bad_meta = meta(b"bad-meta", &label);
+        bad_meta.extend_from_slice(&[0x12, 2, 0x08, 1]); // spec: a varint where a volume is
+        let mut bad_spec = meta(b"bad-spec", &[]);
+        bad_spec.extend_from_slice(&[0x12, 3, 0x0a, 1, 0xff]);
+        let good = meta(b"good", &[]);
+        let mut raw = vec![0x0a, 0];
+        for item in [&bad_meta, &bad_spec, &good] {
+            raw.push(0x12);
+            raw.push(item.len() as u8);
+            raw.extend_from_slice(item);
+        }
+        let bytes = kinformer_protobuf::Envelope::encode("v1", "PodList", &raw);
+        let out = decode_list::<Lazy<k8s_openapi::api::core::v1::Pod>>(&bytes).unwrap();
+        assert_eq!(out.undecodable.len(), 1);
+        assert_eq!(out.undecodable[0].name.as_deref(), Some("bad-meta"));
+        let names: Vec<_> = out.items.iter().map(|o| o.meta().name.clone()).collect();
+        assert_eq!(names, [Some("bad-spec".into()), Some("good".into())]);
+        let err = out.items[0].object().unwrap_err();
+        assert_eq!(err.name.as_deref(), Some("bad-spec"));
+        assert!(out.items[1].object().is_ok());
     }
 
     #[tokio::test]

@@ -4,8 +4,10 @@
 //! of a built-in kind (one with a protobuf form, see [`kinformer_protobuf::has_schema`]) is
 //! sent as `application/vnd.kubernetes.protobuf`; custom resources, and builds without the
 //! `protobuf` feature, send JSON. The response is asked for in JSON. A server that answers
-//! `415 Unsupported Media Type` to a protobuf body is sent the same write again in JSON.
-//! Patches stay JSON: Kubernetes has no protobuf patch.
+//! `415 Unsupported Media Type` to a protobuf body is sent the same write again in JSON; with
+//! [`create_with`] and [`replace_with`] the refusal is remembered in the client's
+//! [`ServerCapabilities`] (per API group and version), so later writes go in JSON at once and
+//! the retry happens once per client. Patches stay JSON: Kubernetes has no protobuf patch.
 //!
 //! ```no_run
 //! # async fn f(client: kube::Client) -> Result<(), kube::Error> {
@@ -29,6 +31,8 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use kube_core::{Request, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use super::ServerCapabilities;
 
 /// A request body and its media type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,23 +96,35 @@ fn kinformer_protobuf_content_type() -> &'static str {
     "application/json"
 }
 
-/// Sends a write built by `build` from a body; a 415 to a protobuf body is sent again in
-/// JSON.
-async fn send<K, F>(api: &Api<K>, obj: &K, build: F) -> Result<K, Error>
+/// Sends a write of `obj` to `url` built by `build` from a body; a 415 to a protobuf body is
+/// remembered in `capabilities` and the write sent again in JSON.
+async fn send<K, F>(
+    api: &Api<K>,
+    capabilities: &ServerCapabilities,
+    url: &str,
+    obj: &K,
+    build: F,
+) -> Result<K, Error>
 where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
     F: Fn(Vec<u8>) -> Result<http::Request<Vec<u8>>, kube_core::request::Error>,
 {
-    let body = body_of(obj, &K::api_version(&()), &K::kind(&()))?;
+    let body = if capabilities.protobuf_bodies(url) {
+        body_of(obj, &K::api_version(&()), &K::kind(&()))?
+    } else {
+        json_body(obj)?
+    };
     let client = api.clone().into_client();
     let protobuf = body.protobuf;
     let req = typed(build(body.bytes).map_err(Error::BuildRequest)?, protobuf);
     match client.request::<K>(req).await {
         Err(Error::Api(status)) if protobuf && status.code == 415 => {
-            tracing::info!(
-                "the server refused a protobuf {} body; sending it in JSON",
-                K::kind(&())
-            );
+            if capabilities.set_no_protobuf_bodies(url) {
+                tracing::info!(
+                    "the server refused a protobuf {} body; writes to {url} go in JSON from now on",
+                    K::kind(&())
+                );
+            }
             let body = json_body(obj)?;
             let req = typed(build(body.bytes).map_err(Error::BuildRequest)?, false);
             client.request::<K>(req).await
@@ -118,6 +134,8 @@ where
 }
 
 /// Creates `obj` (POST), as `Api::create` does, with a protobuf body for a built-in kind.
+/// Learns nothing across calls: [`create_with`] remembers a server's refusal of protobuf
+/// bodies.
 ///
 /// # Errors
 /// As `Api::create`.
@@ -125,12 +143,32 @@ pub async fn create<K>(api: &Api<K>, pp: &PostParams, obj: &K) -> Result<K, Erro
 where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
 {
+    create_with(api, &ServerCapabilities::new(), pp, obj).await
+}
+
+/// [`create`], consulting and updating the client's `capabilities`: after one `415` to a
+/// protobuf body in an API group and version, writes there go in JSON at once.
+///
+/// # Errors
+/// As `Api::create`.
+pub async fn create_with<K>(
+    api: &Api<K>,
+    capabilities: &ServerCapabilities,
+    pp: &PostParams,
+    obj: &K,
+) -> Result<K, Error>
+where
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
+{
     let url = api.resource_url().to_owned();
-    send(api, obj, |body| Request::new(&url).create(pp, body)).await
+    send(api, capabilities, &url, obj, |body| {
+        Request::new(&url).create(pp, body)
+    })
+    .await
 }
 
 /// Replaces object `name` with `obj` (PUT), as `Api::replace` does, with a protobuf body for
-/// a built-in kind.
+/// a built-in kind. Learns nothing across calls: see [`replace_with`].
 ///
 /// # Errors
 /// As `Api::replace`.
@@ -138,8 +176,28 @@ pub async fn replace<K>(api: &Api<K>, name: &str, pp: &PostParams, obj: &K) -> R
 where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
 {
+    replace_with(api, &ServerCapabilities::new(), name, pp, obj).await
+}
+
+/// [`replace`], consulting and updating the client's `capabilities` as [`create_with`] does.
+///
+/// # Errors
+/// As `Api::replace`.
+pub async fn replace_with<K>(
+    api: &Api<K>,
+    capabilities: &ServerCapabilities,
+    name: &str,
+    pp: &PostParams,
+    obj: &K,
+) -> Result<K, Error>
+where
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
+{
     let url = api.resource_url().to_owned();
-    send(api, obj, |body| Request::new(&url).replace(name, pp, body)).await
+    send(api, capabilities, &url, obj, |body| {
+        Request::new(&url).replace(name, pp, body)
+    })
+    .await
 }
 
 #[cfg(test)]

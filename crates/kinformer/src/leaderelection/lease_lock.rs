@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 
 use super::lock::{Lock, LockError};
 use super::record::{LeaderElectionRecord, RawVersion};
+use crate::kube::ServerCapabilities;
 
 /// A [`Lock`] over a `Lease` object (client-go's `resourcelock.LeaseLock`).
 ///
@@ -30,6 +31,8 @@ pub struct LeaseLock {
     identity: String,
     /// The lease last read or written through this lock.
     last: Mutex<Option<Lease>>,
+    /// What the writes learnt about the server (a refusal of protobuf bodies).
+    capabilities: ServerCapabilities,
 }
 
 impl LeaseLock {
@@ -47,7 +50,15 @@ impl LeaseLock {
             name: name.into(),
             identity: identity.into(),
             last: Mutex::new(None),
+            capabilities: ServerCapabilities::new(),
         }
+    }
+
+    /// Shares `capabilities` (e.g. the informer factory's record of the same client), so that
+    /// a server's refusal of protobuf bodies is learnt once for both.
+    pub fn with_capabilities(mut self, capabilities: ServerCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
     }
 
     /// The lease's name.
@@ -160,9 +171,14 @@ impl Lock for LeaseLock {
             },
             spec: Some(spec),
         };
-        let created = crate::kube::create(&self.api, &PostParams::default(), &lease)
-            .await
-            .map_err(|error| self.error(error))?;
+        let created = crate::kube::create_with(
+            &self.api,
+            &self.capabilities,
+            &PostParams::default(),
+            &lease,
+        )
+        .await
+        .map_err(|error| self.error(error))?;
         self.remember(created)
     }
 
@@ -188,9 +204,15 @@ impl Lock for LeaseLock {
         });
         lease.metadata.resource_version = Some(expected.as_str().to_owned());
         record_into_spec(record, lease.spec.get_or_insert_with(LeaseSpec::default));
-        let replaced = crate::kube::replace(&self.api, &self.name, &PostParams::default(), &lease)
-            .await
-            .map_err(|error| self.error(error))?;
+        let replaced = crate::kube::replace_with(
+            &self.api,
+            &self.capabilities,
+            &self.name,
+            &PostParams::default(),
+            &lease,
+        )
+        .await
+        .map_err(|error| self.error(error))?;
         self.remember(replaced)
     }
 

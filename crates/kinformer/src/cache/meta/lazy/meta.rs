@@ -133,3 +133,49 @@ impl From<&ObjectMeta> for MetaView {
         }
     }
 }
+
+/// The metadata view of an object's protobuf metadata: the same [`ObjectMeta`] the JSON
+/// parse gives (the protobuf parse already follows Go's JSON form, see
+/// [`kinformer_protobuf::object_meta`]).
+#[cfg(feature = "protobuf")]
+pub(super) fn from_protobuf(m: kinformer_protobuf::ObjectMetaRef<'_>) -> ObjectMeta {
+    fn map(entries: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
+        (!entries.is_empty()).then(|| {
+            entries
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        })
+    }
+    let owned = |s: Option<&str>| s.map(str::to_owned);
+    ObjectMeta {
+        name: owned(m.name),
+        generate_name: owned(m.generate_name),
+        namespace: owned(m.namespace),
+        uid: owned(m.uid),
+        resource_version: owned(m.resource_version),
+        generation: m.generation,
+        creation_timestamp: m.creation_timestamp.map(Time),
+        deletion_timestamp: m.deletion_timestamp.map(Time),
+        deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+        labels: map(&m.labels),
+        annotations: map(&m.annotations),
+        owner_references: (!m.owner_references.is_empty()).then(|| {
+            m.owner_references
+                .iter()
+                .map(|o| OwnerReference {
+                    api_version: o.api_version.to_owned(),
+                    kind: o.kind.to_owned(),
+                    name: o.name.to_owned(),
+                    uid: o.uid.to_owned(),
+                    controller: o.controller,
+                    block_owner_deletion: o.block_owner_deletion,
+                })
+                .collect()
+        }),
+        finalizers: (!m.finalizers.is_empty())
+            .then(|| m.finalizers.iter().map(|f| (*f).to_owned()).collect()),
+        managed_fields: None,
+        self_link: None,
+    }
+}

@@ -132,25 +132,30 @@ impl<K> Lazy<K> {
             ));
         }
         let envelope: Envelope = meta::from_json(&raw)?;
-        Ok(Self::with(envelope, Body::Json(raw)))
+        Ok(Self::with(envelope.metadata.into(), Body::Json(raw)))
     }
 
     /// Decodes the metadata of an enveloped Kubernetes protobuf object (`k8s\0` +
     /// `runtime.Unknown`, as a server sends one object, e.g. in a watch event) and keeps the
     /// bytes as they are.
     ///
+    /// The metadata is read straight from the bytes, without the protobuf schema (which is
+    /// built only when an object is decoded in full).
+    ///
     /// # Errors
-    /// The bytes are not an enveloped object of a built-in kind, or its metadata is malformed.
+    /// The bytes are not an enveloped object of a built-in API group, or its metadata is
+    /// malformed. (An unknown kind of a built-in group fails when [`object`](Self::object)
+    /// decodes it.)
     #[cfg(feature = "protobuf")]
     pub fn from_protobuf(bytes: impl Into<Vec<u8>>) -> Result<Self, kinformer_protobuf::Error> {
         let bytes = bytes.into().into_boxed_slice();
-        let envelope: Envelope = kinformer_protobuf::from_slice(&bytes)?;
-        Ok(Self::with(envelope, Body::Protobuf(bytes)))
+        let meta = meta::from_protobuf(kinformer_protobuf::object_meta(&bytes)?);
+        Ok(Self::with(meta, Body::Protobuf(bytes)))
     }
 
-    fn with(envelope: Envelope, body: Body) -> Self {
+    fn with(meta: ObjectMeta, body: Body) -> Self {
         Lazy {
-            meta: envelope.metadata.into(),
+            meta,
             body,
             meta_changed: false,
             decoded: OnceLock::new(),

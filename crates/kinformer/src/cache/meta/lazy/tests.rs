@@ -205,6 +205,72 @@ mod protobuf {
         );
     }
 
+    /// Metadata shapes whose protobuf and JSON forms differ most: zero and empty values Go's
+    /// JSON omits, a pointer kept at zero, times, maps with empty values, owner references
+    /// with and without their flags, and a realistic pod with managedFields.
+    /// Each with whether it is in Go's JSON form (zero values that Go's JSON omits, which
+    /// protobuf cannot tell from absent, are not).
+    fn metadata_cases() -> Vec<(serde_json::Value, bool)> {
+        let realistic: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../../kinformer-protobuf/tests/data/realistic-pod.json"
+        ))
+        .unwrap();
+        let pod = |metadata: serde_json::Value| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+                               "spec": {"containers": [{"name": "app"}]}})
+        };
+        vec![
+            (realistic, true),
+            (pod(serde_json::json!({})), true),
+            (
+                pod(serde_json::json!({"name": "", "namespace": "", "generation": 0, "uid": ""})),
+                false,
+            ),
+            (
+                pod(serde_json::json!({
+                "name": "a", "generateName": "a-", "namespace": "ns", "uid": "u",
+                "resourceVersion": "9", "generation": 4,
+                "creationTimestamp": "2024-01-02T03:04:05Z",
+                "deletionTimestamp": "1970-01-01T00:00:01Z", "deletionGracePeriodSeconds": 0,
+                "labels": {"a": "", "b": "2"}, "annotations": {"": "x"},
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "",
+                     "controller": false, "blockOwnerDeletion": true},
+                    {"apiVersion": "", "kind": "", "name": "", "uid": ""}],
+                "finalizers": ["x", ""],
+                "managedFields": [{"manager": "m", "fieldsType": "FieldsV1",
+                                   "fieldsV1": {"f:metadata": {}}}]})),
+                true,
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_protobuf_metadata_parse_agrees_with_the_json_parse_and_the_schema_decode() {
+        for (case, go_json) in metadata_cases() {
+            let bytes = kinformer_protobuf::json_to_vec(&case).unwrap();
+            let pb = Lazy::<Pod>::from_protobuf(bytes.clone()).unwrap();
+            let schema: super::super::meta::Envelope =
+                kinformer_protobuf::from_slice(&bytes).unwrap();
+            let schema: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta =
+                schema.metadata.into();
+            assert_eq!(pb.meta(), &schema, "{case}");
+            // The view is the full decode's metadata without managedFields.
+            let mut full = pb.object().unwrap().metadata.clone();
+            full.managed_fields = None;
+            assert_eq!(pb.meta(), &full, "{case}");
+            if !go_json {
+                continue;
+            }
+            let json = Lazy::<Pod>::from_json(case.to_string()).unwrap();
+            assert_eq!(pb.meta(), json.meta(), "{case}");
+            // Read in full, both give the pod the JSON path gives.
+            let typed: Pod = serde_json::from_value(case.clone()).unwrap();
+            assert_eq!(*pb.object().unwrap(), typed, "{case}");
+            assert_eq!(*json.object().unwrap(), typed, "{case}");
+        }
+    }
+
     #[test]
     fn bad_protobuf_bytes_are_errors() {
         assert!(Lazy::<Pod>::from_protobuf(b"k8s\0garbage".to_vec()).is_err());
