@@ -83,25 +83,26 @@ where
             None => obj,
         };
         let _w = self.writer.lock();
-        // An update reuses the stored key: the key is looked up without being made.
+        // The key is joined once, on the stack, to look it up: an update reuses the stored
+        // key, an add makes its key from the joined string.
         let (found, funcs) = {
             let s = self.state.read();
             let meta = obj.meta();
             let found = match meta.name.as_deref() {
                 Some(name) if !name.is_empty() => {
-                    with_key_str(meta.namespace.as_deref(), name, |k| {
-                        s.tables
-                            .items
-                            .get_key_value(k)
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                    })
+                    Some(with_key_str(meta.namespace.as_deref(), name, |k| {
+                        match s.tables.items.get_key_value(k) {
+                            Some((key, v)) => (key.clone(), Some(v.clone())),
+                            None => (ObjectKey::from(k), None),
+                        }
+                    }))
                 }
                 _ => None,
             };
             (found, Arc::clone(&s.indexers))
         };
         let (key, stored) = match found {
-            Some((key, stored)) => (key, Some(stored)),
+            Some(found) => found,
             None => (meta_namespace_key(obj.as_ref())?, None),
         };
         let v = self.backend.store(&key, &obj)?;
