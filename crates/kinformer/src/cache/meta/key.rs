@@ -81,22 +81,7 @@ pub(crate) fn with_key_str<R>(namespace: Option<&str>, name: &str, f: impl FnOnc
 
 /// `ns/name` as one shared string, in a single allocation for keys of usual length.
 fn joined(ns: &str, name: &str) -> Arc<str> {
-    let len = ns.len() + 1 + name.len();
-    if len <= STACK_KEY {
-        let mut buf = [0u8; STACK_KEY];
-        buf[..ns.len()].copy_from_slice(ns.as_bytes());
-        buf[ns.len()] = b'/';
-        buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
-        // Two strings and an ASCII separator: always UTF-8.
-        if let Ok(s) = std::str::from_utf8(&buf[..len]) {
-            return Arc::from(s);
-        }
-    }
-    let mut s = String::with_capacity(len);
-    s.push_str(ns);
-    s.push('/');
-    s.push_str(name);
-    Arc::from(s)
+    with_key_str(Some(ns), name, |key| Arc::from(key))
 }
 
 impl fmt::Debug for ObjectKey {
