@@ -160,7 +160,7 @@ fn text<'a>(v: Value<'a>, field: &str) -> Result<&'a str, Error> {
 }
 
 /// A string Go's JSON omits when empty.
-fn nonempty<'a>(v: Value<'a>, field: &str) -> Result<Option<&'a str>, Error> {
+pub(crate) fn nonempty<'a>(v: Value<'a>, field: &str) -> Result<Option<&'a str>, Error> {
     text(v, field).map(|s| (!s.is_empty()).then_some(s))
 }
 

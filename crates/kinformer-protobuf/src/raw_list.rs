@@ -4,7 +4,7 @@
 use crate::envelope::Envelope;
 use crate::error::Error;
 use crate::list::ListMeta;
-use crate::meta::check_builtin;
+use crate::meta::{check_builtin, nonempty};
 use crate::wire::{Reader, Value};
 
 /// An enveloped list of a built-in API group (`PodList`, ...) split into its metadata and its
@@ -89,14 +89,7 @@ impl<'a> RawList<'a> {
 /// `meta.v1.ListMeta`, as the schema-driven decode gives it: empty strings absent,
 /// `remainingItemCount` (a pointer in Go) kept at zero.
 fn list_meta(bytes: &[u8]) -> Result<ListMeta, Error> {
-    let text = |v: Value<'_>| match v {
-        Value::Bytes(b) => std::str::from_utf8(b)
-            .map(|s| (!s.is_empty()).then(|| s.to_owned()))
-            .map_err(|e| Error::Invalid(format!("list metadata is not UTF-8: {e}"))),
-        _ => Err(Error::Invalid(
-            "list metadata of the wrong wire type".into(),
-        )),
-    };
+    let text = |v: Value<'_>| nonempty(v, "listMeta").map(|s| s.map(str::to_owned));
     let mut m = ListMeta::default();
     let mut r = Reader::new(bytes);
     while !r.is_empty() {

@@ -140,13 +140,7 @@ pub(crate) fn put_key(out: &mut Vec<u8>, number: u32, wire: u8) {
 
 /// The encoded size of a length-delimited field of a number below 16 holding `len` bytes.
 pub(crate) fn bytes_field_len(len: usize) -> usize {
-    let mut varint = 1;
-    let mut v = len >> 7;
-    while v > 0 {
-        varint += 1;
-        v >>= 7;
-    }
-    1 + varint + len
+    1 + prost::encoding::encoded_len_varint(len as u64) + len
 }
 
 /// Appends a length-delimited field.

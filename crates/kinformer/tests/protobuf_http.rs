@@ -31,13 +31,18 @@ fn content_type(headers: &http::HeaderMap) -> String {
         .to_owned()
 }
 
+/// The server's client configuration, without kube's retries (a test sees every answer).
+fn test_config(server: &ApiServer) -> kube::Config {
+    let mut config = server.kube_config().unwrap();
+    config.default_retry = false;
+    config
+}
+
 /// A client that records the `Content-Type` of every response.
 fn recording_client(server: &ApiServer) -> (Client, Arc<Mutex<Vec<String>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut config = server.kube_config().unwrap();
-    config.default_retry = false;
     let recorded = Arc::clone(&seen);
-    let client = kube::client::ClientBuilder::try_from(config)
+    let client = kube::client::ClientBuilder::try_from(test_config(server))
         .unwrap()
         .with_layer(&tower::util::MapResponseLayer::new(
             move |res: http::Response<_>| {
@@ -182,24 +187,6 @@ async fn json_when_asked() {
     );
 }
 
-/// A client that records the `Content-Type` of every request body.
-fn request_recording_client(server: &ApiServer) -> (Client, Arc<Mutex<Vec<String>>>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut config = server.kube_config().unwrap();
-    config.default_retry = false;
-    let recorded = Arc::clone(&seen);
-    let client = kube::client::ClientBuilder::try_from(config)
-        .unwrap()
-        .with_layer(&tower::util::MapRequestLayer::new(
-            move |req: http::Request<_>| {
-                recorded.lock().push(content_type(req.headers()));
-                req
-            },
-        ))
-        .build();
-    (client, seen)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn creates_and_replaces_of_built_in_kinds_send_protobuf_bodies() {
     use k8s_openapi::api::core::v1::ConfigMap;
@@ -208,7 +195,7 @@ async fn creates_and_replaces_of_built_in_kinds_send_protobuf_bodies() {
     let server = TestServer::start_with(ServerConfig::for_tests())
         .await
         .unwrap();
-    let (client, seen) = request_recording_client(&server);
+    let (client, seen) = body_recording_client(&server, false);
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some("settings".into());
@@ -244,20 +231,21 @@ fn kinformer_protobuf_content_type() -> String {
     "application/vnd.kubernetes.protobuf".to_owned()
 }
 
-/// A client for a server that refuses protobuf request bodies: a layer records each request
-/// body's `Content-Type`, then turns protobuf into a type the embedded server answers with
-/// `415`.
-fn refusing_client(server: &ApiServer) -> (Client, Arc<Mutex<Vec<String>>>) {
+/// A client that records the `Content-Type` of every write's body; with `refuse_protobuf`, a
+/// layer then turns protobuf into a type the embedded server answers with `415` (a server
+/// that refuses protobuf bodies).
+fn body_recording_client(
+    server: &ApiServer,
+    refuse_protobuf: bool,
+) -> (Client, Arc<Mutex<Vec<String>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut config = server.kube_config().unwrap();
-    config.default_retry = false;
     let recorded = Arc::clone(&seen);
-    let client = kube::client::ClientBuilder::try_from(config)
+    let client = kube::client::ClientBuilder::try_from(test_config(server))
         .unwrap()
         .with_layer(&tower::util::MapRequestLayer::new(
             move |mut req: http::Request<_>| {
                 let ct = content_type(req.headers());
-                if ct == kinformer_protobuf_content_type() {
+                if refuse_protobuf && ct == kinformer_protobuf_content_type() {
                     req.headers_mut().insert(
                         http::header::CONTENT_TYPE,
                         http::HeaderValue::from_static("application/x-refused"),
@@ -282,7 +270,7 @@ async fn a_refused_protobuf_body_is_learnt_once_per_client() {
     let server = TestServer::start_with(ServerConfig::for_tests())
         .await
         .unwrap();
-    let (client, seen) = refusing_client(&server);
+    let (client, seen) = body_recording_client(&server, true);
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
     let caps = ServerCapabilities::new();
     let pp = PostParams::default();

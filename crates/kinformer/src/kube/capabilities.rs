@@ -47,17 +47,32 @@ pub struct ServerCapabilities {
 struct Inner {
     watch_list: WatchListSupport,
     /// Group-version paths (`/api/v1`, `/apis/apps/v1`) that answer JSON to protobuf.
-    json_only: Mutex<HashSet<String>>,
+    json_only: GroupVersions,
     /// Group-version paths that refused a protobuf request body (`415`).
-    json_bodies: Mutex<HashSet<String>>,
+    json_bodies: GroupVersions,
+}
+
+/// A set of API groups and versions, keyed by any resource URL in them.
+#[derive(Debug, Default)]
+struct GroupVersions(Mutex<HashSet<String>>);
+
+impl GroupVersions {
+    fn contains(&self, url_path: &str) -> bool {
+        self.0.lock().contains(group_version(url_path))
+    }
+
+    /// True if `url_path`'s group and version were not in the set yet.
+    fn insert(&self, url_path: &str) -> bool {
+        self.0.lock().insert(group_version(url_path).to_owned())
+    }
 }
 
 impl fmt::Debug for ServerCapabilities {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServerCapabilities")
             .field("watch_list", &self.watch_list())
-            .field("json_only", &*self.inner.json_only.lock())
-            .field("json_bodies", &*self.inner.json_bodies.lock())
+            .field("json_only", &*self.inner.json_only.0.lock())
+            .field("json_bodies", &*self.inner.json_bodies.0.lock())
             .finish()
     }
 }
@@ -86,39 +101,25 @@ impl ServerCapabilities {
     /// False once the API group and version of `url_path` (a resource URL) answered a
     /// protobuf request with JSON, 406 or 415.
     pub fn protobuf(&self, url_path: &str) -> bool {
-        !self
-            .inner
-            .json_only
-            .lock()
-            .contains(group_version(url_path))
+        !self.inner.json_only.contains(url_path)
     }
 
     /// Records that the API group and version of `url_path` do not speak protobuf; true if
     /// this is news.
     pub fn set_no_protobuf(&self, url_path: &str) -> bool {
-        self.inner
-            .json_only
-            .lock()
-            .insert(group_version(url_path).to_owned())
+        self.inner.json_only.insert(url_path)
     }
 
     /// False once the API group and version of `url_path` refused a protobuf request body
     /// (`415 Unsupported Media Type`): writes there are sent in JSON.
     pub fn protobuf_bodies(&self, url_path: &str) -> bool {
-        !self
-            .inner
-            .json_bodies
-            .lock()
-            .contains(group_version(url_path))
+        !self.inner.json_bodies.contains(url_path)
     }
 
     /// Records that the API group and version of `url_path` refuse protobuf request bodies;
     /// true if this is news.
     pub fn set_no_protobuf_bodies(&self, url_path: &str) -> bool {
-        self.inner
-            .json_bodies
-            .lock()
-            .insert(group_version(url_path).to_owned())
+        self.inner.json_bodies.insert(url_path)
     }
 }
 

@@ -96,19 +96,21 @@ fn kinformer_protobuf_content_type() -> &'static str {
     "application/json"
 }
 
-/// Sends a write of `obj` to `url` built by `build` from a body; a 415 to a protobuf body is
-/// remembered in `capabilities` and the write sent again in JSON.
+/// Sends a write of `obj` to `api`'s resource URL, built by `build` from a request there and
+/// a body; a 415 to a protobuf body is remembered in `capabilities` and the write sent again
+/// in JSON.
 async fn send<K, F>(
     api: &Api<K>,
     capabilities: &ServerCapabilities,
-    url: &str,
     obj: &K,
     build: F,
 ) -> Result<K, Error>
 where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
-    F: Fn(Vec<u8>) -> Result<http::Request<Vec<u8>>, kube_core::request::Error>,
+    F: Fn(&Request, Vec<u8>) -> Result<http::Request<Vec<u8>>, kube_core::request::Error>,
 {
+    let url = api.resource_url();
+    let request = Request::new(url);
     let body = if capabilities.protobuf_bodies(url) {
         body_of(obj, &K::api_version(&()), &K::kind(&()))?
     } else {
@@ -116,7 +118,10 @@ where
     };
     let client = api.clone().into_client();
     let protobuf = body.protobuf;
-    let req = typed(build(body.bytes).map_err(Error::BuildRequest)?, protobuf);
+    let req = typed(
+        build(&request, body.bytes).map_err(Error::BuildRequest)?,
+        protobuf,
+    );
     match client.request::<K>(req).await {
         Err(Error::Api(status)) if protobuf && status.code == 415 => {
             if capabilities.set_no_protobuf_bodies(url) {
@@ -126,7 +131,10 @@ where
                 );
             }
             let body = json_body(obj)?;
-            let req = typed(build(body.bytes).map_err(Error::BuildRequest)?, false);
+            let req = typed(
+                build(&request, body.bytes).map_err(Error::BuildRequest)?,
+                false,
+            );
             client.request::<K>(req).await
         }
         other => other,
@@ -160,11 +168,7 @@ pub async fn create_with<K>(
 where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
 {
-    let url = api.resource_url().to_owned();
-    send(api, capabilities, &url, obj, |body| {
-        Request::new(&url).create(pp, body)
-    })
-    .await
+    send(api, capabilities, obj, |r, body| r.create(pp, body)).await
 }
 
 /// Replaces object `name` with `obj` (PUT), as `Api::replace` does, with a protobuf body for
@@ -193,11 +197,7 @@ pub async fn replace_with<K>(
 where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
 {
-    let url = api.resource_url().to_owned();
-    send(api, capabilities, &url, obj, |body| {
-        Request::new(&url).replace(name, pp, body)
-    })
-    .await
+    send(api, capabilities, obj, |r, body| r.replace(name, pp, body)).await
 }
 
 #[cfg(test)]
