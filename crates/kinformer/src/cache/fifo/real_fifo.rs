@@ -13,7 +13,7 @@ use crate::cache::meta::{
     CacheError, DeletedFinalStateUnknown, DeletedObject, ObjectKey, meta_namespace_key,
 };
 use crate::cache::store::TransformFunc;
-use crate::hash::{FastMap, FastSet};
+use crate::hash::{FastMap, FastSet, FastState};
 use kube_core::Resource;
 
 /// The default largest batch a pop hands out.
@@ -276,8 +276,11 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
             } else {
                 self.max_live_batch
             };
-            let mut deltas = Vec::new();
-            let mut seen: FastSet<ObjectKey> = FastSet::default();
+            // Sized for the whole batch up front: neither grows delta by delta.
+            let cap = limit.min(s.data.len());
+            let mut deltas = Vec::with_capacity(cap);
+            let mut seen: FastSet<ObjectKey> =
+                FastSet::with_capacity_and_hasher(cap, FastState::default());
             while deltas.len() < limit {
                 let Some((key, _)) = s.data.front() else {
                     break;

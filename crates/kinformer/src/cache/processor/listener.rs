@@ -11,6 +11,9 @@
 //! - Notifications reach the handler in the order they were added, one at a time.
 //! - A panicking handler is caught and logged; the listener goes on with the next
 //!   notification. (An initial add counts as delivered even if the handler panicked on it.)
+//! - Once delivered, an update's old object and a deleted object go to the indexer's dropping
+//!   thread (dropped there if nothing else holds them), so freeing a large object does not
+//!   hold up the next notification.
 //! - Once closed (handler removed, processor stopped) the buffer is dropped: notifications not
 //!   yet delivered are discarded, as in client-go. The task exits after the handler's current
 //!   call returns.
@@ -293,7 +296,10 @@ impl<K> ProcessorListener<K> {
     /// # Cancel safety
     /// Dropping the future stops delivery; buffered notifications stay buffered and a new
     /// `run` is refused, so drop only to abandon the listener (close it instead).
-    pub async fn run(self: Arc<Self>) {
+    pub async fn run(self: Arc<Self>)
+    where
+        K: Send + Sync + 'static,
+    {
         if !self.claim_task() {
             return;
         }
@@ -333,7 +339,10 @@ impl<K> ProcessorListener<K> {
         }
     }
 
-    fn dispatch(&self, handler: &dyn ResourceEventHandler<K>, notification: Notification<K>) {
+    fn dispatch(&self, handler: &dyn ResourceEventHandler<K>, notification: Notification<K>)
+    where
+        K: Send + Sync + 'static,
+    {
         let initial = is_initial(&notification);
         let outcome = catch_unwind(AssertUnwindSafe(|| match &notification {
             Notification::Add {
@@ -359,6 +368,7 @@ impl<K> ProcessorListener<K> {
         if initial {
             self.shared.tracker.finish();
         }
+        notification.retire();
     }
 
     /// This listener's resync periods.

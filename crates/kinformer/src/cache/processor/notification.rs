@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::cache::meta::DeletedObject;
+use crate::cache::store::retire;
 
 /// One event for the handlers, produced when a delta is applied to the indexer.
 ///
@@ -45,6 +46,23 @@ impl<K> Clone for Notification<K> {
                 new: Arc::clone(new),
             },
             Notification::Delete(d) => Notification::Delete(d.clone()),
+        }
+    }
+}
+
+impl<K: Send + Sync + 'static> Notification<K> {
+    /// Releases a delivered notification: the state an update replaced and a deleted object,
+    /// usually held by nothing else by then, are dropped on the indexer's dropping thread
+    /// rather than piece by piece on the listener's.
+    pub(crate) fn retire(self) {
+        match self {
+            Notification::Add { .. } => {}
+            Notification::Update { old, new } => {
+                drop(new);
+                retire(old);
+            }
+            Notification::Delete(DeletedObject::Live(obj)) => retire(obj),
+            Notification::Delete(DeletedObject::Tombstone(t)) => retire(t.obj),
         }
     }
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock};
 
 use kube_core::Resource;
 
-use crate::cache::meta::ObjectKey;
+use crate::cache::meta::{ObjectKey, with_key_str};
 use crate::cache::store::{EntrySet, FastSet, FastState};
 
 /// Something naming an object key as `namespace/name` (or `name` without a namespace), for
@@ -42,23 +42,12 @@ impl KeyLike for ObjectKey {
 /// The seed of key hashes (random per process, like the maps' own).
 static KEY_HASH: LazyLock<FastState> = LazyLock::new(FastState::default);
 
-/// The hash of the key `parts` describe: of its `/`-separated segments, so a key string and
-/// the namespace and name it was made of hash alike.
+/// The hash of the key `parts` describe: of the key string itself (joined on the stack when
+/// given as a namespace and a name), so a key string and the namespace and name it was made
+/// of hash alike, and a key string is hashed in one pass.
 fn key_hash((ns, name): (&str, &str)) -> u64 {
-    let mut h = KEY_HASH.build_hasher();
-    let mut first = true;
-    let segments = ns
-        .split('/')
-        .filter(|_| !ns.is_empty())
-        .chain(name.split('/'));
-    for seg in segments {
-        if !first {
-            h.write_u8(b'/');
-        }
-        first = false;
-        h.write(seg.as_bytes());
-    }
-    h.finish()
+    let ns = (!ns.is_empty()).then_some(ns);
+    with_key_str(ns, name, |key| KEY_HASH.hash_one(key))
 }
 
 /// True if both describe the same key string.

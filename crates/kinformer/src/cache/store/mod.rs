@@ -44,4 +44,5 @@ pub use index::{
 };
 pub use indexer::{Indexer, Upserted};
 pub use previous::PreviousItems;
+pub(crate) use retire::retire;
 pub use transform::{TransformFunc, strip_managed_fields, strip_managed_fields_transform};

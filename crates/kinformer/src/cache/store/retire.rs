@@ -2,8 +2,9 @@
 //!
 //! A typed object such as a `Pod` is a large nested struct: freeing it piece by piece costs
 //! more than the rest of an update. The writes that discard the object they replaced
-//! ([`Indexer::add`](super::Indexer::add), [`Indexer::update`](super::Indexer::update)) hand it
-//! to [`retire`] instead, which drops it on a background thread:
+//! ([`Indexer::add`](super::Indexer::add), [`Indexer::update`](super::Indexer::update)), and a
+//! listener once its handler has seen an update's old object or a deleted one, hand it to
+//! [`retire`] instead, which drops it on a background thread:
 //!
 //! - Only a last reference is deferred; an object still shared elsewhere is released at once
 //!   (that is only a reference count).
@@ -57,7 +58,7 @@ fn dropper() -> Option<&'static SyncSender<Vec<Garbage>>> {
 
 /// Releases `obj`, which the caller no longer needs: dropped now if it is shared, else on the
 /// background thread (see the module docs).
-pub(super) fn retire<K: Send + Sync + 'static>(obj: Arc<K>) {
+pub(crate) fn retire<K: Send + Sync + 'static>(obj: Arc<K>) {
     if Arc::strong_count(&obj) > 1 {
         return;
     }
