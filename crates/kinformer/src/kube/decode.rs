@@ -7,7 +7,6 @@
 //! one used.
 
 use std::borrow::Cow;
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +15,6 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use super::parallel;
 use crate::cache::listwatch::{
     ApiStatus, Bookmark, DecodeError, ListWatchError, ObjectList, StatusCause, WatchEvent,
 };
@@ -227,37 +225,6 @@ pub(crate) fn decode_list_with<K: DeserializeOwned>(
     decoder: JsonDecoder,
     body: &str,
 ) -> Result<ObjectList<K>, ListWatchError> {
-    collect_list(decoder, body, |items| {
-        items.iter().map(|i| decode_item(decoder, i)).collect()
-    })
-}
-
-/// [`decode_list`] with its items decoded on up to `threads` threads (see
-/// [`parallel`](super::parallel)): the same list, in the same order.
-pub(crate) fn decode_list_parallel<K: DeserializeOwned + Send + Sync>(
-    body: &str,
-    threads: NonZeroUsize,
-) -> Result<ObjectList<K>, ListWatchError> {
-    let decoder = JsonDecoder::DEFAULT;
-    collect_list(decoder, body, |items| {
-        parallel::map_items(items, threads, |i| decode_item(decoder, i))
-    })
-}
-
-fn decode_item<K: DeserializeOwned>(
-    decoder: JsonDecoder,
-    raw: &str,
-) -> Result<Arc<K>, DecodeError> {
-    decode_object::<K>(decoder, raw).map(Arc::new)
-}
-
-/// Splits a list body and decodes its items with `decode_all`, which returns one result per
-/// item, in order.
-fn collect_list<K>(
-    decoder: JsonDecoder,
-    body: &str,
-    decode_all: impl FnOnce(&[Cow<'_, str>]) -> Vec<Result<Arc<K>, DecodeError>>,
-) -> Result<ObjectList<K>, ListWatchError> {
     let (metadata, items) = decoder
         .split_list(body)
         .map_err(|e| DecodeError::new(format!("list response is not a list: {e}")))?;
@@ -268,9 +235,9 @@ fn collect_list<K>(
         ..ObjectList::default()
     };
     list.items.reserve(items.len());
-    for decoded in decode_all(&items) {
-        match decoded {
-            Ok(o) => list.items.push(o),
+    for item in items {
+        match decode_object::<K>(decoder, &item) {
+            Ok(o) => list.items.push(Arc::new(o)),
             Err(e) => list.undecodable.push(e),
         }
     }
@@ -425,45 +392,6 @@ mod tests {
                 message.contains("invalid type") && !message.contains('\n'),
                 "{d:?}: {message}"
             );
-        }
-    }
-
-    #[test]
-    fn a_page_decoded_on_several_threads_is_the_same_list_in_the_same_order() {
-        // Every seventh item is undecodable; the page is long enough to be cut into runs.
-        let items: Vec<String> = (0..1_000)
-            .map(|i| {
-                let data = if i % 7 == 3 {
-                    "5".to_owned()
-                } else {
-                    format!("\"{i}\"")
-                };
-                format!(
-                    r#"{{"metadata":{{"name":"cm-{i}","namespace":"ns"}},"data":{{"k":{data}}}}}"#
-                )
-            })
-            .collect();
-        let body = format!(
-            r#"{{"kind":"ConfigMapList","apiVersion":"v1","metadata":{{"resourceVersion":"9"}},"items":[{}]}}"#,
-            items.join(",")
-        );
-        let one = decode_list_with::<ConfigMap>(JsonDecoder::DEFAULT, &body).unwrap();
-        let names = |l: &ObjectList<ConfigMap>| -> Vec<String> {
-            l.items
-                .iter()
-                .map(|o| o.meta().name.clone().unwrap_or_default())
-                .collect()
-        };
-        let bad = |l: &ObjectList<ConfigMap>| -> Vec<Option<String>> {
-            l.undecodable.iter().map(|e| e.name.clone()).collect()
-        };
-        assert_eq!(one.undecodable.len(), 143);
-        for threads in [1, 2, 3, 4, 8] {
-            let threads = NonZeroUsize::new(threads).unwrap();
-            let many = decode_list_parallel::<ConfigMap>(&body, threads).unwrap();
-            assert_eq!(names(&many), names(&one), "{threads}");
-            assert_eq!(bad(&many), bad(&one), "{threads}");
-            assert_eq!(many.resource_version, "9");
         }
     }
 

@@ -51,7 +51,6 @@ mod decode;
 mod error;
 mod factory;
 mod lines;
-mod parallel;
 #[cfg(feature = "protobuf")]
 mod protobuf;
 mod wire;
@@ -69,7 +68,6 @@ pub use protobuf::decode_list as decode_protobuf_list;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use ::kube::api::{ListParams, VersionMatch, WatchParams};
@@ -116,7 +114,6 @@ pub struct KubeListerWatcher<K> {
     request_timeout: Duration,
     wire: Wire,
     capabilities: ServerCapabilities,
-    decode_threads: NonZeroUsize,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -130,7 +127,6 @@ impl<K> Clone for KubeListerWatcher<K> {
             request_timeout: self.request_timeout,
             wire: self.wire,
             capabilities: self.capabilities.clone(),
-            decode_threads: self.decode_threads,
             _k: PhantomData,
         }
     }
@@ -181,7 +177,6 @@ impl<K> KubeListerWatcher<K> {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             wire: Wire::default(),
             capabilities: ServerCapabilities::new(),
-            decode_threads: parallel::default_threads(),
             _k: PhantomData,
         }
     }
@@ -217,26 +212,6 @@ impl<K> KubeListerWatcher<K> {
             && !self.metadata
             && wire::is_builtin_url(&self.request.url_path)
             && self.capabilities.protobuf(&self.request.url_path)
-    }
-
-    /// On how many threads the objects of one JSON list page are decoded (default: the
-    /// machine's parallelism, at most 4). A page of a few hundred objects takes milliseconds
-    /// to decode into typed objects, during which the informer's process loop would wait for
-    /// it: its items are decoded in contiguous runs on scoped threads and kept in their order.
-    /// Pages of fewer than 128 objects, and `1`, decode on the calling thread.
-    ///
-    /// ```
-    /// # use std::num::NonZeroUsize;
-    /// # use k8s_openapi::api::core::v1::Pod;
-    /// # use kinformer::kube::KubeListerWatcher;
-    /// # fn lw(lw: KubeListerWatcher<Pod>) -> KubeListerWatcher<Pod> {
-    /// lw.with_decode_threads(NonZeroUsize::MIN) // decode on the reflector's thread only
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn with_decode_threads(mut self, threads: NonZeroUsize) -> Self {
-        self.decode_threads = threads;
-        self
     }
 
     /// How long a list may take to complete, and a watch to begin its response, before the
@@ -433,7 +408,6 @@ where
         let learn = self.learner();
         let client = self.client.clone();
         let limit = self.request_timeout;
-        let threads = self.decode_threads;
         async move {
             if let Some(req) = req {
                 let answer = within(limit, "list", async {
@@ -450,7 +424,7 @@ where
                 match answer {
                     Ok((content_type, body)) => {
                         learn.response(&content_type);
-                        return decode_list_as::<K>(&content_type, &body, threads);
+                        return decode_list_as::<K>(&content_type, &body);
                     }
                     Err(e) if refuses_protobuf(&e) => {
                         learn.no_protobuf(&format!("answered {e}"));
@@ -461,7 +435,7 @@ where
             let body = within(limit, "list", client.request_text(json_req?))
                 .await?
                 .map_err(error::from_kube)?;
-            decode::decode_list_parallel::<K>(&body, threads)
+            decode::decode_list::<K>(&body)
         }
     }
 
@@ -573,10 +547,9 @@ fn content_type<B>(res: &http::Response<B>) -> String {
 }
 
 /// Decodes a list body by its content type.
-fn decode_list_as<K: DeserializeOwned + Send + Sync>(
+fn decode_list_as<K: DeserializeOwned>(
     content_type: &str,
     body: &[u8],
-    threads: NonZeroUsize,
 ) -> Result<ObjectList<K>, ListWatchError> {
     #[cfg(feature = "protobuf")]
     if protobuf::is_protobuf(content_type) {
@@ -586,7 +559,7 @@ fn decode_list_as<K: DeserializeOwned + Send + Sync>(
     let text = std::str::from_utf8(body).map_err(|e| {
         ListWatchError::Decode(DecodeError::new(format!("list response is not UTF-8: {e}")))
     })?;
-    decode::decode_list_parallel::<K>(text, threads)
+    decode::decode_list::<K>(text)
 }
 
 /// The events of a watch body, by its content type.
