@@ -272,6 +272,15 @@ impl<'a> Item<'a> {
         de::from_message(self.schema, self.id, self.bytes, None)
     }
 
+    /// Decodes the item as [`decode`](Item::decode) does, into an owned type: a k8s-openapi
+    /// `Pod` takes the direct path (see [`from_slice_owned`](crate::from_slice_owned)).
+    ///
+    /// # Errors
+    /// As [`decode`](Item::decode).
+    pub fn decode_owned<T: serde::de::DeserializeOwned + 'static>(&self) -> Result<T, Error> {
+        de::from_message_owned(self.schema, self.id, self.bytes, None)
+    }
+
     /// The item's message bytes.
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes
