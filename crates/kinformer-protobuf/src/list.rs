@@ -174,7 +174,7 @@ impl<'a> List<'a> {
             )));
         };
         let mut metadata = ListMeta::default();
-        let mut items = Vec::with_capacity(count(envelope.raw, items_field.number));
+        let mut items = Vec::with_capacity(Reader::new(envelope.raw).count(items_field.number));
         let mut r = Reader::new(envelope.raw);
         while !r.is_empty() {
             match r.field()? {
@@ -239,20 +239,6 @@ impl<'a> List<'a> {
             bytes,
         })
     }
-}
-
-/// How many fields `number` a message has, counted without decoding them (an item vector is
-/// then allocated once); malformed bytes end the count, the parse that follows reports them.
-fn count(message: &[u8], number: u32) -> usize {
-    let mut r = Reader::new(message);
-    let mut n = 0;
-    while !r.is_empty() {
-        match r.field() {
-            Ok((k, _)) => n += usize::from(k == number),
-            Err(_) => break,
-        }
-    }
-    n
 }
 
 /// One item of a [`List`], not decoded yet.

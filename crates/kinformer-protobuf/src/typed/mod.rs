@@ -84,8 +84,9 @@ pub(crate) fn repeated<D: Direct>(f: FieldDe<'_>) -> Result<Vec<D>, Error> {
     if !f.field.repeated {
         return Err(general());
     }
+    // Sized once: a vector grown by pushes holds up to twice the room (serde's grows so).
+    let mut out = Vec::with_capacity(1 + f.rest.count(f.field.number));
     let mut occurrences = f.occurrences();
-    let mut out = Vec::new();
     while let Some(value) = occurrences.next_value()? {
         out.push(message(FieldDe { value, ..f }.single().message(id)?)?);
     }

@@ -1,9 +1,12 @@
-//! Pods on the direct path: `Pod`, its `ObjectMeta`, `PodSpec`, `Container` and `EnvVar`
-//! (every other message inside a pod is read by serde, as the general path reads it). The
+//! Pods on the direct path: `Pod`, its `ObjectMeta`, `PodSpec`, `Container`, `EnvVar`,
+//! `PodStatus`, `PodCondition` and `ContainerStatus` (every other message inside a pod is read
+//! by serde, as the general path reads it). The
 //! fields listed are those of every k8s-openapi version this crate builds with (1.33 on); a
 //! pod holding a newer one (`hostnameOverride`, ...) is decoded by the general path.
 
-use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerStatus, EnvVar, Pod, PodCondition, PodSpec, PodStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{direct, general, message};
@@ -22,7 +25,7 @@ pub(super) fn top_level(m: MessageDe<'_>) -> Result<Pod, Error> {
 direct!(Pod, "k8s.io.api.core.v1.Pod", {
     1 "metadata" metadata: required_message,
     2 "spec" spec: message,
-    3 "status" status: serde,
+    3 "status" status: message,
 });
 
 direct!(ObjectMeta, "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta", {
@@ -117,6 +120,54 @@ direct!(EnvVar, "k8s.io.api.core.v1.EnvVar", {
     1 "name" name: required,
     2 "value" value: serde,
     3 "valueFrom" value_from: serde,
+});
+
+direct!(PodStatus, "k8s.io.api.core.v1.PodStatus", {
+    17 "observedGeneration" observed_generation: serde,
+    1 "phase" phase: serde,
+    2 "conditions" conditions: messages,
+    3 "message" message: serde,
+    4 "reason" reason: serde,
+    11 "nominatedNodeName" nominated_node_name: serde,
+    5 "hostIP" host_ip: serde,
+    16 "hostIPs" host_ips: serde,
+    6 "podIP" pod_ip: serde,
+    12 "podIPs" pod_ips: serde,
+    7 "startTime" start_time: serde,
+    10 "initContainerStatuses" init_container_statuses: messages,
+    8 "containerStatuses" container_statuses: messages,
+    9 "qosClass" qos_class: serde,
+    13 "ephemeralContainerStatuses" ephemeral_container_statuses: messages,
+    14 "resize" resize: serde,
+    15 "resourceClaimStatuses" resource_claim_statuses: serde,
+});
+
+direct!(PodCondition, "k8s.io.api.core.v1.PodCondition", {
+    1 "type" type_: required,
+    7 "observedGeneration" observed_generation: serde,
+    2 "status" status: required,
+    3 "lastProbeTime" last_probe_time: serde,
+    4 "lastTransitionTime" last_transition_time: serde,
+    5 "reason" reason: serde,
+    6 "message" message: serde,
+});
+
+direct!(ContainerStatus, "k8s.io.api.core.v1.ContainerStatus", {
+    1 "name" name: required,
+    2 "state" state: serde,
+    3 "lastState" last_state: serde,
+    4 "ready" ready: required,
+    5 "restartCount" restart_count: required,
+    6 "image" image: required,
+    7 "imageID" image_id: required,
+    8 "containerID" container_id: serde,
+    9 "started" started: serde,
+    10 "allocatedResources" allocated_resources: serde,
+    11 "resources" resources: serde,
+    12 "volumeMounts" volume_mounts: serde,
+    13 "user" user: serde,
+    14 "allocatedResourcesStatus" allocated_resources_status: serde,
+    15 "stopSignal" stop_signal: serde,
 });
 
 /// The fields a direct struct lists (for the test that they are the schema's).
@@ -256,6 +307,9 @@ mod tests {
         same_as_general::<PodSpec>(&[2], &[41, 43, 44]);
         same_as_general::<Container>(&[2, 2], &[25]);
         same_as_general::<EnvVar>(&[2, 2, 7], &[]);
+        same_as_general::<PodStatus>(&[3], &[18, 19, 20, 21, 22]);
+        same_as_general::<PodCondition>(&[3, 2], &[]);
+        same_as_general::<ContainerStatus>(&[3, 8], &[]);
     }
 
     #[test]
@@ -288,5 +342,8 @@ mod tests {
         check::<PodSpec>(&[41, 43, 44]);
         check::<Container>(&[25]);
         check::<EnvVar>(&[]);
+        check::<PodStatus>(&[18, 19, 20, 21, 22]);
+        check::<PodCondition>(&[]);
+        check::<ContainerStatus>(&[]);
     }
 }
