@@ -232,7 +232,10 @@ where
                 return None;
             }
             match st.frames.next_frame() {
-                Some(Ok(frame)) => return Some((decode_event::<K>(&frame), st)),
+                Some(Ok(frame)) => {
+                    let event = decode_event::<K>(frame);
+                    return Some((event, st));
+                }
                 Some(Err(e)) => {
                     st.done = true;
                     return Some((Err(DecodeError::new(e.to_string()).into()), st));
