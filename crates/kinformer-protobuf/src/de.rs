@@ -16,8 +16,12 @@ use crate::time;
 use crate::wire::{Reader, Value};
 
 mod fields;
+#[cfg(feature = "k8s-openapi")]
+mod message_fields;
 
-pub(crate) use fields::{FieldDe, Fields};
+pub(crate) use fields::FieldDe;
+#[cfg(feature = "k8s-openapi")]
+pub(crate) use message_fields::Fields;
 
 /// Deepest nesting of messages (and envelopes inside `RawExtension`s) decoded.
 pub(crate) const MAX_DEPTH: usize = 100;

@@ -1,11 +1,11 @@
 //! One field at a time: what [`FieldsAccess`](super::FieldsAccess) hands to serde as a key's
-//! value, and the fields of a message in its order, for the direct path into typed structs.
+//! value.
 
 use serde::de::DeserializeSeed;
 
-use super::{EntriesAccess, MapDe, MessageDe, RepeatedAccess, Seen, SeqDe, ValueDe, next_field};
+use super::{EntriesAccess, MapDe, RepeatedAccess, SeqDe, ValueDe};
 use crate::error::Error;
-use crate::schema::{Field, MessageDesc, Schema, Ty};
+use crate::schema::{Field, Schema, Ty};
 use crate::wire::{Reader, Value};
 
 /// One field of a message as its JSON value: a repeated field's occurrences (this one and
@@ -50,45 +50,5 @@ impl<'de> FieldDe<'de> {
             value: self.value,
             depth: self.depth,
         }
-    }
-}
-
-/// A message's fields as [`FieldsAccess`] hands them out (unknown fields, repeated fields
-/// already handed out and omitted zeros skipped), for a message without inlined fields.
-pub(crate) struct Fields<'de> {
-    schema: &'static Schema,
-    desc: &'static MessageDesc,
-    reader: Reader<'de>,
-    depth: usize,
-    seen: Seen,
-}
-
-impl<'de> Fields<'de> {
-    pub(crate) fn new(m: &MessageDe<'de>) -> Self {
-        Self {
-            schema: m.schema,
-            desc: m.desc(),
-            reader: Reader::new(m.bytes),
-            depth: m.depth,
-            seen: Seen::default(),
-        }
-    }
-
-    /// The next field; an inlined one is an error (its fields would be the parent's).
-    #[inline]
-    pub(crate) fn next_field(&mut self) -> Result<Option<FieldDe<'de>>, Error> {
-        let Some((field, value)) = next_field(self.desc, &mut self.reader, &mut self.seen)? else {
-            return Ok(None);
-        };
-        if field.inline {
-            return Err(Error::Custom(format!("{}: inlined field", self.desc.name)));
-        }
-        Ok(Some(FieldDe {
-            schema: self.schema,
-            field,
-            value,
-            rest: self.reader,
-            depth: self.depth,
-        }))
     }
 }
