@@ -238,7 +238,7 @@ async fn watches_stream_protobuf_frames_with_bookmarks() {
     let mut next_event = async || loop {
         if let Some(frame) = frames.next_frame() {
             let frame = frame.unwrap();
-            let event = WatchEvent::parse(&frame).unwrap();
+            let event = WatchEvent::parse(frame).unwrap();
             let object: Value = kinformer_protobuf::from_slice(event.object).unwrap();
             return (event.event_type.to_owned(), object);
         }
@@ -286,7 +286,7 @@ async fn an_expired_watch_is_a_protobuf_error_event() {
     let mut frames = FrameReader::default();
     frames.push(&body);
     let frame = frames.next_frame().unwrap().unwrap();
-    let event = WatchEvent::parse(&frame).unwrap();
+    let event = WatchEvent::parse(frame).unwrap();
     assert_eq!(event.event_type, "ERROR");
     let status: Value = kinformer_protobuf::from_slice(event.object).unwrap();
     assert_eq!(

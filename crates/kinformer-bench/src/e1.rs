@@ -743,7 +743,10 @@ async fn l0p() -> Result<Metrics, String> {
     // A protobuf list says how many items it holds: the pods' vector is allocated once.
     let mut pods = Vec::with_capacity(list.len());
     for item in list.items() {
-        pods.push(item.decode::<Pod>().map_err(|e| format!("decoding: {e}"))?);
+        pods.push(
+            item.decode_owned::<Pod>()
+                .map_err(|e| format!("decoding: {e}"))?,
+        );
     }
     let secs = start.elapsed().as_secs_f64();
     if pods.len() != PODS {

@@ -1,12 +1,15 @@
 //! Measures the ways of decoding a 100,000-pod list into Rust values, medians of 5:
 //!
 //! - `serde_json`: the JSON list into k8s-openapi `Pod`s (the L0 floor);
-//! - `kinformer-protobuf`: the protobuf list straight into k8s-openapi `Pod`s;
+//! - `kinformer-protobuf`: the protobuf list straight into k8s-openapi `Pod`s, through their
+//!   `Deserialize` impls;
+//! - `direct-protobuf`: the same with `Item::decode_owned`, which builds pods field by field
+//!   (with `--features k8s-openapi`; without it, the same as the previous way);
 //! - `k8s-pb (prost)`: the protobuf list into k8s-pb's prost structs only — the first half of
 //!   the "prost types + conversion" way, before any conversion into k8s-openapi types.
 //!
 //! `cargo run --release -p kinformer-protobuf --example compare_decoders [-- NAME...]`, where
-//! the names (`serde_json`, `protobuf`, `prost`) choose the ways measured (all by default; one
+//! the names (`serde_json`, `protobuf`, `direct`, `prost`) choose the ways measured (all by default; one
 //! alone is what a profiler wants).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -107,6 +110,12 @@ fn main() {
     time("kinformer-protobuf", pb_list.len(), || {
         let list = kinformer_protobuf::List::parse(&pb_list).unwrap();
         let pods: Vec<Pod> = list.items().map(|i| i.decode().unwrap()).collect();
+        assert_eq!(pods.len(), PODS);
+        pods
+    });
+    time("direct-protobuf", pb_list.len(), || {
+        let list = kinformer_protobuf::List::parse(&pb_list).unwrap();
+        let pods: Vec<Pod> = list.items().map(|i| i.decode_owned().unwrap()).collect();
         assert_eq!(pods.len(), PODS);
         pods
     });

@@ -15,6 +15,14 @@ use crate::schema::{Field, MessageDesc, MessageId, Scalar, Schema, Special, Ty};
 use crate::time;
 use crate::wire::{Reader, Value};
 
+mod fields;
+#[cfg(feature = "k8s-openapi")]
+mod message_fields;
+
+pub(crate) use fields::FieldDe;
+#[cfg(feature = "k8s-openapi")]
+pub(crate) use message_fields::Fields;
+
 /// Deepest nesting of messages (and envelopes inside `RawExtension`s) decoded.
 pub(crate) const MAX_DEPTH: usize = 100;
 
@@ -35,6 +43,30 @@ pub(crate) fn from_message<'de, T: de::Deserialize<'de>>(
     })
 }
 
+/// As [`from_message`], for an owned type: a k8s-openapi type with a direct path (feature
+/// `k8s-openapi`) is built by it, which decodes the same value.
+pub(crate) fn from_message_owned<T: de::DeserializeOwned + 'static>(
+    schema: &'static Schema,
+    id: MessageId,
+    bytes: &[u8],
+    type_meta: Option<(&str, &str)>,
+) -> Result<T, Error> {
+    #[cfg(feature = "k8s-openapi")]
+    {
+        let m = MessageDe {
+            schema,
+            id,
+            bytes,
+            depth: 0,
+            type_meta,
+        };
+        if let Some(decoded) = crate::typed::decode(m) {
+            return Ok(decoded);
+        }
+    }
+    from_message(schema, id, bytes, type_meta)
+}
+
 /// One message.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MessageDe<'de> {
@@ -46,7 +78,7 @@ pub(crate) struct MessageDe<'de> {
 }
 
 impl<'de> MessageDe<'de> {
-    fn desc(&self) -> &'static MessageDesc {
+    pub(crate) fn desc(&self) -> &'static MessageDesc {
         self.schema.message(self.id)
     }
 
@@ -63,7 +95,7 @@ impl<'de> MessageDe<'de> {
     }
 
     /// The JSON form is `null` (an empty `Time`, an empty `RawExtension`).
-    fn is_null(&self) -> Result<bool, Error> {
+    pub(crate) fn is_null(&self) -> Result<bool, Error> {
         Ok(match self.desc().special {
             Special::Time | Special::MicroTime => self.bytes.is_empty(),
             Special::RawJson => !matches!(self.first(1)?, Some(Value::Bytes(b)) if !b.is_empty()),
@@ -381,37 +413,21 @@ impl<'de> de::MapAccess<'de> for FieldsAccess<'de> {
         match std::mem::replace(&mut self.pending, Pending::None) {
             Pending::None => Err(Error::Custom("value asked for before its key".into())),
             Pending::Str(s) => seed.deserialize(BorrowedStrDeserializer::new(s)),
-            Pending::Field(field, value, rest) => {
-                if field.repeated {
-                    seed.deserialize(SeqDe(RepeatedAccess::new(
-                        self.schema,
-                        field,
-                        value,
-                        rest,
-                        self.depth,
-                    )))
-                } else if let Ty::Map(entry) = field.ty {
-                    seed.deserialize(MapDe(EntriesAccess {
-                        inner: RepeatedAccess::new(self.schema, field, value, rest, self.depth),
-                        entry: self.schema.message(entry),
-                        value: None,
-                    }))
-                } else {
-                    seed.deserialize(ValueDe {
-                        schema: self.schema,
-                        ty: field.ty,
-                        value,
-                        depth: self.depth,
-                    })
-                }
+            Pending::Field(field, value, rest) => FieldDe {
+                schema: self.schema,
+                field,
+                value,
+                rest,
+                depth: self.depth,
             }
+            .deserialize(seed),
         }
     }
 }
 
 /// Every occurrence of one repeated field: the first one, then those further on (packed
 /// scalars unpacked).
-struct RepeatedAccess<'de> {
+pub(crate) struct RepeatedAccess<'de> {
     schema: &'static Schema,
     field: &'static Field,
     first: Option<Value<'de>>,
@@ -438,7 +454,7 @@ impl<'de> RepeatedAccess<'de> {
         }
     }
 
-    fn next_value(&mut self) -> Result<Option<Value<'de>>, Error> {
+    pub(crate) fn next_value(&mut self) -> Result<Option<Value<'de>>, Error> {
         loop {
             if let Some(p) = &mut self.packed {
                 if !p.is_empty() {
@@ -633,7 +649,7 @@ struct MapDe<'de>(EntriesAccess<'de>);
 collection_deserializer!(MapDe, visit_map);
 
 /// One value of a field (a scalar or a message).
-struct ValueDe<'de> {
+pub(crate) struct ValueDe<'de> {
     schema: &'static Schema,
     ty: Ty,
     value: Value<'de>,
@@ -641,7 +657,7 @@ struct ValueDe<'de> {
 }
 
 impl<'de> ValueDe<'de> {
-    fn message(&self, id: MessageId) -> Result<MessageDe<'de>, Error> {
+    pub(crate) fn message(&self, id: MessageId) -> Result<MessageDe<'de>, Error> {
         match self.value {
             Value::Bytes(bytes) => Ok(MessageDe {
                 schema: self.schema,

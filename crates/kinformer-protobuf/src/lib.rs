@@ -39,6 +39,8 @@ mod raw_list;
 mod schema;
 mod ser;
 mod time;
+#[cfg(feature = "k8s-openapi")]
+mod typed;
 mod watch;
 mod wire;
 
@@ -96,6 +98,30 @@ pub fn from_slice<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Error
     let env = Envelope::parse(bytes)?;
     let id = env.message_id(schema)?;
     de::from_message(schema, id, env.raw, Some((env.api_version, env.kind)))
+}
+
+/// Decodes an enveloped object as [`from_slice`] does, into an owned type. With the
+/// `k8s-openapi` feature, a k8s-openapi `Pod` is built field by field from the wire rather
+/// than through its `Deserialize` impl (the same value, in less time).
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// let pod = serde_json::json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "app"}]}});
+/// let bytes = kinformer_protobuf::to_vec(&pod, "v1", "Pod").unwrap();
+/// let owned: Pod = kinformer_protobuf::from_slice_owned(&bytes).unwrap();
+/// assert_eq!(owned, kinformer_protobuf::from_slice::<Pod>(&bytes).unwrap());
+/// ```
+///
+/// # Errors
+/// As [`from_slice`].
+pub fn from_slice_owned<T: serde::de::DeserializeOwned + 'static>(
+    bytes: &[u8],
+) -> Result<T, Error> {
+    let schema = Schema::get()?;
+    let env = Envelope::parse(bytes)?;
+    let id = env.message_id(schema)?;
+    de::from_message_owned(schema, id, env.raw, Some((env.api_version, env.kind)))
 }
 
 /// Encodes `value` (an object of `api_version` and `kind`) as an enveloped object. Its own

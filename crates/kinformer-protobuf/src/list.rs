@@ -174,7 +174,7 @@ impl<'a> List<'a> {
             )));
         };
         let mut metadata = ListMeta::default();
-        let mut items = Vec::with_capacity(count(envelope.raw, items_field.number));
+        let mut items = Vec::with_capacity(Reader::new(envelope.raw).count(items_field.number));
         let mut r = Reader::new(envelope.raw);
         while !r.is_empty() {
             match r.field()? {
@@ -241,20 +241,6 @@ impl<'a> List<'a> {
     }
 }
 
-/// How many fields `number` a message has, counted without decoding them (an item vector is
-/// then allocated once); malformed bytes end the count, the parse that follows reports them.
-fn count(message: &[u8], number: u32) -> usize {
-    let mut r = Reader::new(message);
-    let mut n = 0;
-    while !r.is_empty() {
-        match r.field() {
-            Ok((k, _)) => n += usize::from(k == number),
-            Err(_) => break,
-        }
-    }
-    n
-}
-
 /// One item of a [`List`], not decoded yet.
 #[derive(Debug, Clone, Copy)]
 pub struct Item<'a> {
@@ -270,6 +256,15 @@ impl<'a> Item<'a> {
     /// When the item does not decode as `T`.
     pub fn decode<T: Deserialize<'a>>(&self) -> Result<T, Error> {
         de::from_message(self.schema, self.id, self.bytes, None)
+    }
+
+    /// Decodes the item as [`decode`](Item::decode) does, into an owned type: a k8s-openapi
+    /// `Pod` takes the direct path (see [`from_slice_owned`](crate::from_slice_owned)).
+    ///
+    /// # Errors
+    /// As [`decode`](Item::decode).
+    pub fn decode_owned<T: serde::de::DeserializeOwned + 'static>(&self) -> Result<T, Error> {
+        de::from_message_owned(self.schema, self.id, self.bytes, None)
     }
 
     /// The item's message bytes.

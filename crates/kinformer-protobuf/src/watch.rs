@@ -139,12 +139,13 @@ impl FrameReader {
         self.start >= self.buf.len()
     }
 
-    /// The next complete frame's payload, if one has arrived.
+    /// The next complete frame's payload, if one has arrived, borrowed from the reader's
+    /// buffer (no copy per frame).
     ///
     /// # Errors
     /// [`Error::FrameTooLarge`] when a frame announces more than the limit; the reader is then
     /// unusable (the stream cannot be resynchronised).
-    pub fn next_frame(&mut self) -> Option<Result<Vec<u8>, Error>> {
+    pub fn next_frame(&mut self) -> Option<Result<&[u8], Error>> {
         let rest = self.buf.get(self.start..)?;
         let header: [u8; 4] = rest.get(..4)?.try_into().ok()?;
         let len = u32::from_be_bytes(header) as usize;
@@ -154,7 +155,7 @@ impl FrameReader {
                 limit: self.max_frame,
             }));
         }
-        let frame = rest.get(4..4 + len)?.to_vec();
+        let frame = rest.get(4..4 + len)?;
         self.start += 4 + len;
         Some(Ok(frame))
     }

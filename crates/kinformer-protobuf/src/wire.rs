@@ -97,6 +97,20 @@ impl<'a> Reader<'a> {
         Ok(u32::from_le_bytes(a))
     }
 
+    /// How many fields `number` the rest holds, counted without decoding them (a vector is
+    /// then allocated once); malformed bytes end the count, the parse that follows reports
+    /// them.
+    pub(crate) fn count(mut self, number: u32) -> usize {
+        let mut n = 0;
+        while !self.is_empty() {
+            match self.field() {
+                Ok((k, _)) => n += usize::from(k == number),
+                Err(_) => break,
+            }
+        }
+        n
+    }
+
     /// The next field: its number, and its value.
     #[inline]
     pub(crate) fn field(&mut self) -> Result<(u32, Value<'a>), Error> {

@@ -547,7 +547,7 @@ fn content_type<B>(res: &http::Response<B>) -> String {
 }
 
 /// Decodes a list body by its content type.
-fn decode_list_as<K: DeserializeOwned>(
+fn decode_list_as<K: DeserializeOwned + 'static>(
     content_type: &str,
     body: &[u8],
 ) -> Result<ObjectList<K>, ListWatchError> {

@@ -59,7 +59,9 @@ pub(crate) fn prepare_schema() {
 ///
 /// # Errors
 /// [`ListWatchError::Decode`] when the body itself is not a list.
-pub fn decode_list<K: DeserializeOwned>(body: &[u8]) -> Result<ObjectList<K>, ListWatchError> {
+pub fn decode_list<K: DeserializeOwned + 'static>(
+    body: &[u8],
+) -> Result<ObjectList<K>, ListWatchError> {
     let not_a_list = |e: kinformer_protobuf::Error| {
         DecodeError::new(format!("list response is not a protobuf list: {e}"))
     };
@@ -81,7 +83,7 @@ pub fn decode_list<K: DeserializeOwned>(body: &[u8]) -> Result<ObjectList<K>, Li
     for item in list.items() {
         push(
             &mut out,
-            item.decode::<K>().map_err(|e| e.to_string()),
+            item.decode_owned::<K>().map_err(|e| e.to_string()),
             item.bytes(),
         );
     }
@@ -134,11 +136,11 @@ impl<'de> serde::Deserializer<'de> for RawBytes {
     }
 }
 
-fn decode_object<K: DeserializeOwned>(object: &[u8]) -> Result<K, DecodeError> {
+fn decode_object<K: DeserializeOwned + 'static>(object: &[u8]) -> Result<K, DecodeError> {
     let decoded = if crate::cache::meta::is_lazy::<K>() {
         K::deserialize(RawBytes(object.to_vec())).map_err(|e| e.to_string())
     } else {
-        kinformer_protobuf::from_slice::<K>(object).map_err(|e| e.to_string())
+        kinformer_protobuf::from_slice_owned::<K>(object).map_err(|e| e.to_string())
     };
     decoded.map_err(|message| DecodeError {
         name: kinformer_protobuf::Envelope::parse(object)
@@ -166,7 +168,7 @@ fn object_name(raw: &[u8]) -> Option<String> {
 }
 
 /// Decodes one watch frame's payload.
-pub(crate) fn decode_event<K: DeserializeOwned>(
+pub(crate) fn decode_event<K: DeserializeOwned + 'static>(
     frame: &[u8],
 ) -> Result<WatchEvent<K>, ListWatchError> {
     let event = PbEvent::parse(frame)
@@ -230,7 +232,10 @@ where
                 return None;
             }
             match st.frames.next_frame() {
-                Some(Ok(frame)) => return Some((decode_event::<K>(&frame), st)),
+                Some(Ok(frame)) => {
+                    let event = decode_event::<K>(frame);
+                    return Some((event, st));
+                }
                 Some(Err(e)) => {
                     st.done = true;
                     return Some((Err(DecodeError::new(e.to_string()).into()), st));
