@@ -24,7 +24,7 @@
 //!
 //! Why in-store writes: 100,000 HTTP PUTs from one client run at a few thousand per second on
 //! this machine, so an HTTP writer would dominate. The in-store writer is faster (about
-//! 20,000–25,000 updates/s on a busy 2-core machine, each a full replace of the pod), but it
+//! 30,000–37,000 updates/s on a quiet 2-core machine, each a full replace of the pod), but it
 //! is still what bounds `updates_per_s` (100,000 / time from the first write to the 100,000th
 //! update delivered): both peers keep pace with it (p50 delivery of a few ms), so that figure
 //! mostly measures the server, and the delivery percentiles are the discriminating ones.
