@@ -94,10 +94,16 @@ pub fn prepare() -> Result<(), Error> {
 /// When the bytes are not Kubernetes protobuf, the kind is unknown, or the object does not
 /// decode as `T`.
 pub fn from_slice<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Error> {
+    let (schema, id, env) = opened(bytes)?;
+    de::from_message(schema, id, env.raw, Some((env.api_version, env.kind)))
+}
+
+/// The schema, and an enveloped object's envelope and message.
+fn opened(bytes: &[u8]) -> Result<(&'static Schema, schema::MessageId, Envelope<'_>), Error> {
     let schema = Schema::get()?;
     let env = Envelope::parse(bytes)?;
     let id = env.message_id(schema)?;
-    de::from_message(schema, id, env.raw, Some((env.api_version, env.kind)))
+    Ok((schema, id, env))
 }
 
 /// Decodes an enveloped object as [`from_slice`] does, into an owned type. With the
@@ -118,9 +124,7 @@ pub fn from_slice<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Error
 pub fn from_slice_owned<T: serde::de::DeserializeOwned + 'static>(
     bytes: &[u8],
 ) -> Result<T, Error> {
-    let schema = Schema::get()?;
-    let env = Envelope::parse(bytes)?;
-    let id = env.message_id(schema)?;
+    let (schema, id, env) = opened(bytes)?;
     de::from_message_owned(schema, id, env.raw, Some((env.api_version, env.kind)))
 }
 

@@ -57,10 +57,7 @@ impl<K: Send + Sync + 'static> Notification<K> {
     pub(crate) fn retire(self) {
         match self {
             Notification::Add { .. } => {}
-            Notification::Update { old, new } => {
-                drop(new);
-                retire(old);
-            }
+            Notification::Update { old, .. } => retire(old),
             Notification::Delete(DeletedObject::Live(obj)) => retire(obj),
             Notification::Delete(DeletedObject::Tombstone(t)) => retire(t.obj),
         }
