@@ -181,7 +181,14 @@ impl<K> Indexer<K> {
     /// index overhead); `0` for typed storage. Needs the `compact` feature.
     pub fn compact_stored_bytes(&self) -> usize {
         match &self.mode {
-            Mode::Compact(c) => c.state.read().tables.items.values().map(|b| b.len()).sum(),
+            Mode::Compact(c) => c
+                .state
+                .read()
+                .tables
+                .items
+                .values()
+                .map(|i| i.v.len())
+                .sum(),
             Mode::Typed(_) => 0,
         }
     }
@@ -249,7 +256,7 @@ impl<K: Resource> Indexer<K> {
     /// storage also an encode error, or a decode error for the previous object (store
     /// unchanged).
     pub fn upsert(&self, obj: Arc<K>) -> Result<Upserted<K>, IndexerError> {
-        dispatch!(&self.mode, c => c.upsert(obj))
+        dispatch!(&self.mode, c => c.upsert(obj, true))
     }
 
     /// Adds `obj` (replacing any object with the same key). A replaced object that nothing
@@ -261,7 +268,7 @@ impl<K: Resource> Indexer<K> {
     where
         K: Send + Sync + 'static,
     {
-        self.upsert(obj).map(Self::discard_old)
+        self.put(obj)
     }
 
     /// Updates `obj` (adding it if absent), as client-go. As with [`add`](Self::add), the
@@ -273,17 +280,20 @@ impl<K: Resource> Indexer<K> {
     where
         K: Send + Sync + 'static,
     {
-        self.upsert(obj).map(Self::discard_old)
+        self.put(obj)
     }
 
-    /// Releases what an upsert the caller does not look at returned.
-    fn discard_old(upserted: Upserted<K>)
+    /// Stores `obj`, discarding the object it replaces: that object is not decoded (compact
+    /// storage), and dropped off the writer's path (typed).
+    fn put(&self, obj: Arc<K>) -> Result<(), IndexerError>
     where
         K: Send + Sync + 'static,
     {
+        let upserted = dispatch!(&self.mode, c => c.upsert(obj, false))?;
         if let Some(old) = upserted.old {
             retire(old);
         }
+        Ok(())
     }
 
     /// Deletes the object with `obj`'s key; returns what was stored.
