@@ -16,7 +16,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use super::error::IndexerError;
-use super::tables::{State, Stored, Tables};
+use super::tables::{Item, State, Stored, Tables};
 use super::{EntrySet, FastMap, PreviousItems};
 use crate::cache::meta::ObjectKey;
 
@@ -99,6 +99,10 @@ pub(super) trait Backend<K>: Sized {
     /// The object a value copied out of the tables stands for.
     fn object(&self, raw: <Self::V as Stored>::Raw, via: Via) -> Result<Arc<K>, Self::ReadError>;
 
+    /// The object `v` stands for if the storage has it at no cost (typed: the object itself);
+    /// `None` where it would take a decode (compact).
+    fn at_no_cost(&self, v: &Self::V) -> Option<Arc<K>>;
+
     /// `v`, now stored under `key`, stands for `obj` (a hot-object cache may keep it).
     fn cache(&self, _key: &ObjectKey, _v: &Self::V, _obj: &Arc<K>) {}
 
@@ -123,5 +127,5 @@ pub(super) trait Backend<K>: Sized {
     }
 
     /// What a rebuilding replace hands back of the old item map.
-    fn previous(&self, items: FastMap<ObjectKey, Self::V>) -> PreviousItems<K>;
+    fn previous(&self, items: FastMap<ObjectKey, Item<Self::V>>) -> PreviousItems<K>;
 }

@@ -8,9 +8,9 @@ use parking_lot::{Mutex, RwLock};
 
 use super::backend::{Backend, Entries, ReadError, SetOf, Via};
 use super::error::IndexerError;
-use super::scratch::{Scratch, with_scratch};
+use super::scratch::with_scratch;
 use super::tables::{State, Stored, Tables, compute_values_into, sorted};
-use super::{IndexFunc, Indexers, TransformFunc, Upserted};
+use super::{Indexers, TransformFunc, Upserted};
 use crate::cache::meta::with_key_str;
 use crate::cache::meta::{ObjectKey, meta_namespace_key};
 
@@ -76,8 +76,10 @@ where
             .map_err(ReadError::into_indexer)
     }
 
-    /// See [`Indexer::upsert`](super::Indexer::upsert).
-    pub(super) fn upsert(&self, obj: Arc<K>) -> Result<Upserted<K>, IndexerError> {
+    /// See [`Indexer::upsert`](super::Indexer::upsert). With `want_old` false (a write that
+    /// discards the object it replaces), the old object is returned only if the storage has
+    /// it at no cost (typed); compact storage then decodes nothing.
+    pub(super) fn upsert(&self, obj: Arc<K>, want_old: bool) -> Result<Upserted<K>, IndexerError> {
         let obj = match &self.transform {
             Some(t) => t(obj),
             None => obj,
@@ -91,8 +93,8 @@ where
             let found = match meta.name.as_deref() {
                 Some(name) if !name.is_empty() => {
                     Some(with_key_str(meta.namespace.as_deref(), name, |k| {
-                        match s.tables.items.get_key_value(k) {
-                            Some((key, v)) => (key.clone(), Some(v.clone())),
+                        match s.tables.stored(k) {
+                            Some((key, v)) => (key, Some(v)),
                             None => (ObjectKey::from(k), None),
                         }
                     }))
@@ -117,10 +119,17 @@ where
         }
         let old = match &stored {
             // On its way out: served by the hot cache if there, not entered (the new one is).
-            Some(o) => Some(self.object_of(&key, o, Via::Peek)?),
+            Some(o) if want_old => Some(self.object_of(&key, o, Via::Peek)?),
+            Some(o) => self.backend.at_no_cost(o),
             None => None,
         };
-        with_scratch(|s| self.put_indexed(s, &funcs, &key, &obj, old.as_deref(), &v))?;
+        // Only the new object's index values are computed (without the lock); the stored
+        // ones are kept beside the old object.
+        let replaced = with_scratch(|s| {
+            compute_values_into(&funcs, &key, &obj, &mut s.new)?;
+            Ok::<_, IndexerError>(self.state.write().tables.put(&key, &v, &mut s.new))
+        })?;
+        drop(replaced);
         // The object just written is the likeliest to be read (and updated) next.
         self.backend.cache(&key, &v, &obj);
         drop(v);
@@ -128,50 +137,16 @@ where
         Ok(Upserted { old, new: obj })
     }
 
-    /// Computes the index values of `obj` and of the object it replaces (`old`) without the
-    /// lock, then stores `v` under `key`, under the lock.
-    fn put_indexed(
-        &self,
-        scratch: &mut Scratch,
-        funcs: &[(String, IndexFunc<K>)],
-        key: &ObjectKey,
-        obj: &K,
-        old: Option<&K>,
-        v: &B::V,
-    ) -> Result<(), IndexerError> {
-        compute_values_into(funcs, key, obj, &mut scratch.new)?;
-        let old_vals = match old {
-            Some(o) => {
-                compute_values_into(funcs, key, o, &mut scratch.old)?;
-                Some(&scratch.old)
-            }
-            None => None,
-        };
-        let mut s = self.state.write();
-        s.tables.put(key, v, old_vals, &mut scratch.new);
-        Ok(())
-    }
-
-    /// See [`Indexer::delete_by_key`](super::Indexer::delete_by_key).
+    /// See [`Indexer::delete_by_key`](super::Indexer::delete_by_key): its index entries are
+    /// found by the ids stored beside it; the object is read only to be returned.
     pub(super) fn delete_by_key(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
         let _w = self.writer.lock();
-        let key = ObjectKey::from(key);
-        let (stored, funcs) = {
-            let s = self.state.read();
-            (
-                s.tables.items.get(key.as_str()).cloned(),
-                Arc::clone(&s.indexers),
-            )
-        };
-        let Some(stored) = stored else {
+        let Some((key, stored)) = self.state.read().tables.stored(key) else {
             return Ok(None);
         };
         let old = self.object_of(&key, &stored, Via::Peek)?;
-        with_scratch(|s| {
-            compute_values_into(&funcs, &key, &old, &mut s.old)?;
-            self.state.write().tables.take(&key, &stored, &s.old);
-            Ok::<_, IndexerError>(())
-        })?;
+        let taken = self.state.write().tables.take(key.as_str());
+        drop(taken);
         self.backend.forget(key.as_str());
         Ok(Some(old))
     }

@@ -204,10 +204,6 @@ impl<K: Resource> EntrySet for FastSet<ByKey<K>> {
         self.remove(item as &dyn KeyLike);
     }
 
-    fn remove_key(&mut self, key: &ObjectKey) {
-        self.remove(key as &dyn KeyLike);
-    }
-
     fn is_empty(&self) -> bool {
         FastSet::is_empty(self)
     }
@@ -265,9 +261,6 @@ mod tests {
         let stored = set.get(&ObjectKey::from("ns/a") as &dyn KeyLike).unwrap();
         assert!(Arc::ptr_eq(&stored.obj, &second.obj));
         set.remove_item(&ByKey::new(Arc::clone(&first.obj)));
-        assert!(EntrySet::is_empty(&set));
-        set.put(&<FastSet<ByKey<Pod>>>::item(&key, &first.obj));
-        set.remove_key(&key);
         assert!(EntrySet::is_empty(&set));
     }
 

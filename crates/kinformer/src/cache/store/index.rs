@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 
+use super::value_ids::NO_ID;
 use crate::cache::meta::ObjectKey;
 
 pub(crate) use crate::hash::{FastMap, FastSet, FastState};
@@ -95,118 +96,209 @@ pub(crate) trait EntrySet {
     }
     /// Removes the entry with `item`'s key, if any.
     fn remove_item(&mut self, item: &Self::Item);
-    /// Removes `key`'s entry, if any (compact relists).
-    #[cfg_attr(not(feature = "compact"), allow(dead_code))]
-    fn remove_key(&mut self, key: &ObjectKey);
     /// True when no entry is left.
     fn is_empty(&self) -> bool;
 }
 
+/// One index value and the set of entries of the objects that produced it.
+#[derive(Debug)]
+struct Slot<S> {
+    value: Arc<str>,
+    set: S,
+}
+
 /// One index: value → the set of entries of the objects that produced it.
 ///
+/// Values are interned: each value present has a slot, whose id the items that have the value
+/// keep (see [`ValueIds`](super::value_ids::ValueIds)), so a write reaches the set of a value
+/// it already had by id, without hashing the value.
+///
 /// Invariants: no value maps to an empty set; an entry keeps what is stored under its key in
-/// the item map.
+/// the item map; `ids` maps every value of a live slot to its id, and nothing else.
 #[derive(Debug)]
 pub(crate) struct Index<S> {
-    pub(crate) map: FastMap<String, S>,
+    ids: FastMap<Arc<str>, u32>,
+    /// By id; `None` for a free id (listed in `free`).
+    slots: Vec<Option<Slot<S>>>,
+    free: Vec<u32>,
 }
 
 impl<S> Default for Index<S> {
     fn default() -> Self {
         Index {
-            map: FastMap::default(),
+            ids: FastMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
         }
+    }
+}
+
+impl<S> Index<S> {
+    /// The entries of the objects with `value`, if any.
+    pub(crate) fn get(&self, value: &str) -> Option<&S> {
+        let id = *self.ids.get(value)?;
+        self.slot(id).map(|s| &s.set)
+    }
+
+    /// Every value present.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &str> {
+        self.ids.keys().map(|v| &**v)
+    }
+
+    /// The value of slot `id`, if it is live.
+    pub(crate) fn value(&self, id: u32) -> Option<&str> {
+        self.slot(id).map(|s| &*s.value)
+    }
+
+    /// Every value's set.
+    #[cfg_attr(not(any(test, feature = "compact")), allow(dead_code))]
+    pub(crate) fn sets_mut(&mut self) -> impl Iterator<Item = &mut S> {
+        self.slots.iter_mut().flatten().map(|s| &mut s.set)
+    }
+
+    /// Every value's set.
+    #[cfg(test)]
+    pub(crate) fn sets(&self) -> impl Iterator<Item = &S> {
+        self.slots.iter().flatten().map(|s| &s.set)
+    }
+
+    fn slot(&self, id: u32) -> Option<&Slot<S>> {
+        self.slots.get(id as usize)?.as_ref()
     }
 }
 
 impl<S: EntrySet> Index<S> {
-    /// Moves `item`'s key from the `old` values to the `new` values, recording its entry (also
-    /// under values that did not change). The value strings are moved out of `new` (left
-    /// empty). `old_item`, if given, is the entry stored under the `old` values (see
+    /// Records `item` under `value` (creating the value's slot if needed); returns the
+    /// value's id.
+    ///
+    /// # Panics
+    /// When the index would hold `u32::MAX` distinct values (a capacity overflow, as a
+    /// `Vec`'s: each value's slot holds at least one entry of a stored object).
+    pub(crate) fn put(&mut self, value: &str, item: &S::Item) -> u32 {
+        if let Some(&id) = self.ids.get(value)
+            && let Some(Some(slot)) = self.slots.get_mut(id as usize)
+        {
+            slot.set.put(item);
+            return id;
+        }
+        let value: Arc<str> = Arc::from(value);
+        let mut set = S::with_one();
+        set.put(item);
+        let slot = Some(Slot {
+            value: Arc::clone(&value),
+            set,
+        });
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = slot;
+                id
+            }
+            None => {
+                let id = u32::try_from(self.slots.len())
+                    .ok()
+                    .filter(|&id| id != NO_ID);
+                let Some(id) = id else {
+                    panic!(
+                        "capacity overflow: an index holds {} values",
+                        self.slots.len()
+                    )
+                };
+                self.slots.push(slot);
+                id
+            }
+        };
+        self.ids.insert(value, id);
+        id
+    }
+
+    /// Moves `item`'s key from the values with ids `old` to the values `new`, pushing the
+    /// ids of `new` onto `out`. Sets of values in both are refreshed in place (they must hold
+    /// the new entry); `stored` is the entry stored under the `old` values (see
     /// [`EntrySet::old_item`]).
     pub(crate) fn update(
         &mut self,
+        old: &[u32],
+        stored: &S::Item,
         item: &S::Item,
-        old_item: Option<&S::Item>,
-        old: &[String],
-        new: &mut [String],
+        new: &[impl AsRef<str>],
+        out: &mut Vec<u32>,
     ) {
-        let stored = old_item.unwrap_or(item);
-        for o in old {
-            if !new.contains(o) {
-                self.remove(o, stored);
+        for &id in old {
+            let kept = self
+                .value(id)
+                .is_some_and(|v| new.iter().any(|n| n.as_ref() == v));
+            if !kept {
+                self.remove(id, stored);
             }
         }
-        for n in new.iter_mut() {
-            match (old_item, old.contains(n)) {
-                // Unchanged values keep the key; the entry is refreshed in place.
-                (Some(prev), true) => match self.map.get_mut(n.as_str()) {
-                    Some(set) => set.refresh(prev, item),
-                    None => self.put(std::mem::take(n), item),
-                },
-                _ => self.put(std::mem::take(n), item),
-            }
-        }
-    }
-
-    /// Records `item` under `value` (creating the value's set if needed; an owned `value` is
-    /// moved into the map then, a borrowed one copied).
-    pub(crate) fn put(&mut self, value: impl AsRef<str> + Into<String>, item: &S::Item) {
-        match self.map.get_mut(value.as_ref()) {
-            Some(set) => set.put(item),
-            None => {
-                let mut set = S::with_one();
-                set.put(item);
-                self.map.insert(value.into(), set);
-            }
+        for value in new {
+            let value = value.as_ref();
+            let id = match old.iter().find(|&&id| self.value(id) == Some(value)) {
+                Some(&id) => {
+                    if let Some(Some(slot)) = self.slots.get_mut(id as usize) {
+                        slot.set.refresh(stored, item);
+                    }
+                    id
+                }
+                None => self.put(value, item),
+            };
+            out.push(id);
         }
     }
 
-    /// Removes `item`'s key from `value`'s set, and the set once empty.
-    pub(crate) fn remove(&mut self, value: &str, item: &S::Item) {
-        self.remove_with(value, |set| set.remove_item(item));
-    }
-
-    /// Removes `key` from `value`'s set, and the set once empty (compact relists).
-    #[cfg_attr(not(feature = "compact"), allow(dead_code))]
-    pub(crate) fn remove_key(&mut self, value: &str, key: &ObjectKey) {
-        self.remove_with(value, |set| set.remove_key(key));
-    }
-
-    fn remove_with(&mut self, value: &str, remove: impl FnOnce(&mut S)) {
-        if let Some(set) = self.map.get_mut(value) {
-            remove(set);
-            if set.is_empty() {
-                self.map.remove(value);
-            }
+    /// Removes `item`'s key from the set of the value with `id`, and the value once its set
+    /// is empty.
+    pub(crate) fn remove(&mut self, id: u32, item: &S::Item) {
+        let Some(Some(slot)) = self.slots.get_mut(id as usize) else {
+            return;
+        };
+        slot.set.remove_item(item);
+        if slot.set.is_empty()
+            && let Some(slot) = self.slots[id as usize].take()
+        {
+            self.ids.remove(&*slot.value);
+            self.free.push(id);
         }
     }
 }
 
-/// The index values of one object for every index, in one flat buffer.
-#[derive(Debug, Default)]
-pub(crate) struct IndexValues {
-    pub(crate) values: Vec<String>,
-    /// `ends[i]` = end of index i's values in `values`.
+/// The index values of one object for every index, in one flat buffer, and (once a write has
+/// interned them) their ids; `S` is `String` for computed values, `&str` for staged ones.
+#[derive(Debug)]
+pub(crate) struct IndexValues<S = String> {
+    pub(crate) values: Vec<S>,
+    /// `ends[i]` = end of index i's values in `values` (and of their ids in `ids`).
     pub(crate) ends: Vec<usize>,
+    /// The values' ids, filled by the write that stores them.
+    pub(crate) ids: Vec<u32>,
 }
 
-impl IndexValues {
+impl<S> Default for IndexValues<S> {
+    fn default() -> Self {
+        IndexValues {
+            values: Vec::new(),
+            ends: Vec::new(),
+            ids: Vec::new(),
+        }
+    }
+}
+
+impl<S> IndexValues<S> {
     /// Empties it, keeping its buffers for the next object.
     pub(crate) fn clear(&mut self) {
         self.values.clear();
         self.ends.clear();
+        self.ids.clear();
     }
 
     /// The values of index `i`.
-    pub(crate) fn get(&self, i: usize) -> &[String] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.values[start..self.ends[i]]
+    pub(crate) fn get(&self, i: usize) -> &[S] {
+        group(&self.values, &self.ends, i)
     }
+}
 
-    /// The values of index `i`, mutable (so they can be moved into an index).
-    pub(crate) fn get_mut(&mut self, i: usize) -> &mut [String] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &mut self.values[start..self.ends[i]]
-    }
+/// Group `i` of `items`, whose groups end at `ends`.
+pub(crate) fn group<'a, T>(items: &'a [T], ends: &[usize], i: usize) -> &'a [T] {
+    let start = if i == 0 { 0 } else { ends[i - 1] };
+    &items[start..ends[i]]
 }

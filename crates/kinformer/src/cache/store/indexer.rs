@@ -44,6 +44,11 @@ pub struct Upserted<K> {
 /// - Writers are serialised by a separate writer mutex (taken before the state lock), so the
 ///   old object a write reads is still current when it applies — lock order: `writer` → `state`.
 /// - Index values whose key set becomes empty are removed.
+/// - Each stored object's index values are kept beside it (as ids of the values, which each
+///   index interns): a write computes only the new object's values and moves the key only
+///   between the sets of values that changed; a delete or replace finds the old entries by the
+///   kept ids. No write re-reads (typed) or decodes (compact) the object it replaces or
+///   deletes to find its index entries.
 /// - An object that [`add`](Self::add) or [`update`](Self::update) replaces, and that nothing
 ///   else holds, is dropped on a background thread (a bounded number wait for it; past that
 ///   the writer drops them itself), so a writer does not free large objects piece by piece.
@@ -51,11 +56,12 @@ pub struct Upserted<K> {
 ///   storage builds new tables and swaps them in; compact storage stages the differences
 ///   without the lock and applies them under it, so a relist holds only the changed objects
 ///   twice.
-/// - Memory: per object, one key string, held by the item map. In typed storage an index entry
-///   is the object's `Arc` with the hash of its key (16 bytes), compared by the key read from
-///   the object, so `by_index` needs no second lookup: ≈ 115 bytes per object for the item map
-///   and two indices in the W4 workload, excluding the objects themselves (client-go: 141). In
-///   compact storage an entry is the shared key and the encoding (32 bytes).
+/// - Memory: per object, one key string, held by the item map, and the ids of its index values
+///   (16 bytes inline for up to two indices with one value each). In typed storage an index
+///   entry is the object's `Arc` with the hash of its key (16 bytes), compared by the key read
+///   from the object, so `by_index` needs no second lookup: ≈ 136 bytes per object for the item
+///   map and two indices in the W4 workload, excluding the objects themselves (client-go: 141).
+///   In compact storage an entry is the shared key and the encoding (32 bytes).
 ///
 /// Two storages, chosen at construction, behind the same API and semantics:
 /// - typed ([`Indexer::new`]): objects kept as `Arc<K>`. Reads cannot fail: the `try_`
@@ -181,7 +187,14 @@ impl<K> Indexer<K> {
     /// index overhead); `0` for typed storage. Needs the `compact` feature.
     pub fn compact_stored_bytes(&self) -> usize {
         match &self.mode {
-            Mode::Compact(c) => c.state.read().tables.items.values().map(|b| b.len()).sum(),
+            Mode::Compact(c) => c
+                .state
+                .read()
+                .tables
+                .items
+                .values()
+                .map(|i| i.v.len())
+                .sum(),
             Mode::Typed(_) => 0,
         }
     }
@@ -249,48 +262,53 @@ impl<K: Resource> Indexer<K> {
     /// storage also an encode error, or a decode error for the previous object (store
     /// unchanged).
     pub fn upsert(&self, obj: Arc<K>) -> Result<Upserted<K>, IndexerError> {
-        dispatch!(&self.mode, c => c.upsert(obj))
+        dispatch!(&self.mode, c => c.upsert(obj, true))
     }
 
     /// Adds `obj` (replacing any object with the same key). A replaced object that nothing
-    /// else holds is dropped on a background thread, off the writer's path.
+    /// else holds is dropped on a background thread, off the writer's path; with compact
+    /// storage it is not decoded at all (so even undecodable stored bytes are replaced).
     ///
     /// # Errors
-    /// As [`upsert`](Self::upsert); the store is then unchanged.
+    /// A key or index function error, or (compact storage) an encode error; the store is then
+    /// unchanged.
     pub fn add(&self, obj: Arc<K>) -> Result<(), IndexerError>
     where
         K: Send + Sync + 'static,
     {
-        self.upsert(obj).map(Self::discard_old)
+        self.put(obj)
     }
 
     /// Updates `obj` (adding it if absent), as client-go. As with [`add`](Self::add), the
-    /// replaced object is dropped off the writer's path.
+    /// replaced object is dropped off the writer's path, and not decoded.
     ///
     /// # Errors
-    /// As [`upsert`](Self::upsert); the store is then unchanged.
+    /// As [`add`](Self::add); the store is then unchanged.
     pub fn update(&self, obj: Arc<K>) -> Result<(), IndexerError>
     where
         K: Send + Sync + 'static,
     {
-        self.upsert(obj).map(Self::discard_old)
+        self.put(obj)
     }
 
-    /// Releases what an upsert the caller does not look at returned.
-    fn discard_old(upserted: Upserted<K>)
+    /// Stores `obj`, discarding the object it replaces: that object is not decoded (compact
+    /// storage), and dropped off the writer's path (typed).
+    fn put(&self, obj: Arc<K>) -> Result<(), IndexerError>
     where
         K: Send + Sync + 'static,
     {
+        let upserted = dispatch!(&self.mode, c => c.upsert(obj, false))?;
         if let Some(old) = upserted.old {
             retire(old);
         }
+        Ok(())
     }
 
     /// Deletes the object with `obj`'s key; returns what was stored.
     ///
     /// # Errors
-    /// A key error, or an index function error on the stored object (which then stays); with
-    /// compact storage a decode error for the stored object (which then stays).
+    /// A key error; with compact storage a decode error for the stored object (which then
+    /// stays). No index function runs: the entries are found by the values kept beside it.
     pub fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, IndexerError> {
         let key = meta_namespace_key(obj)?;
         self.delete_by_key(key.as_str())
@@ -299,8 +317,7 @@ impl<K: Resource> Indexer<K> {
     /// Deletes the object stored under `key`; returns it.
     ///
     /// # Errors
-    /// An index function error on the stored object (which then stays); with compact storage
-    /// a decode error for the stored object (which then stays).
+    /// With compact storage a decode error for the stored object (which then stays).
     pub fn delete_by_key(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
         dispatch!(&self.mode, c => c.delete_by_key(key))
     }

@@ -7,8 +7,8 @@ use kube_core::Resource;
 use super::backend::{Backend, Entries, ReadError, SetOf, Via};
 use super::core::Core;
 use super::error::IndexerError;
-use super::tables::{State, compute_values, empty_indices, sorted};
-use super::{EntrySet, IndexFunc, Indexers};
+use super::tables::{State, compute_values_into, empty_indices, insert, sorted};
+use super::{EntrySet, IndexFunc, IndexValues, Indexers};
 use crate::cache::meta::{ObjectKey, meta_namespace_key};
 
 impl<K, B: Backend<K>> Core<K, B> {
@@ -28,7 +28,7 @@ impl<K, B: Backend<K>> Core<K, B> {
     pub(super) fn list_index_func_values(&self, name: &str) -> Vec<String> {
         let s = self.state.read();
         match Self::index_position(&s, name) {
-            Ok(i) => s.tables.indices[i].map.keys().cloned().collect(),
+            Ok(i) => s.tables.indices[i].values().map(str::to_owned).collect(),
             Err(_) => Vec::new(),
         }
     }
@@ -55,8 +55,8 @@ where
         let raws = {
             let s = self.state.read();
             let i = Self::index_position(&s, name)?;
-            let map = &s.tables.indices[i].map;
-            Entries::union(values.iter().filter_map(|v| map.get(v.as_str())))
+            let index = &s.tables.indices[i];
+            Entries::union(values.iter().filter_map(|v| index.get(v)))
         };
         self.objects(raws, Via::Cache)
             .map_err(ReadError::into_indexer)
@@ -72,7 +72,7 @@ where
         {
             let s = self.state.read();
             let i = Self::index_position(&s, name)?;
-            if let Some(set) = s.tables.indices[i].map.get(value) {
+            if let Some(set) = s.tables.indices[i].get(value) {
                 set.keys(&mut keys);
             }
         }
@@ -86,7 +86,7 @@ where
         {
             let s = self.state.read();
             let i = Self::index_position(&s, name)?;
-            if let Some(set) = s.tables.indices[i].map.get(value) {
+            if let Some(set) = s.tables.indices[i].get(value) {
                 set.raws(&mut raws);
             }
         }
@@ -107,23 +107,32 @@ where
         if !conflicts.is_empty() {
             return Err(IndexerError::IndexerConflict(conflicts.join(", ")));
         }
-        // Back-fill the new indices from the stored objects, without the lock.
+        // Back-fill the new indices from the stored objects, without the lock; the writer
+        // lock keeps the items as they are until the new ids are appended to theirs.
         let items = self.state.read().tables.snapshot();
         let mut added = empty_indices(new.len());
+        let mut added_ids = Vec::with_capacity(items.len());
+        let mut vals = IndexValues::default();
         for (key, v) in &items {
             let obj = self.object_of(key, v, Via::Direct)?;
-            let mut vals = compute_values(&new, key, &obj)?;
+            compute_values_into(&new, key, &obj, &mut vals)?;
             let item = SetOf::<K, B>::item(key, v);
-            for (i, index) in added.iter_mut().enumerate() {
-                index.update(&item, None, &[], vals.get_mut(i));
-            }
+            let IndexValues { values, ends, ids } = &mut vals;
+            added_ids.push(insert(&mut added, &item, values, ends, ids));
         }
-        drop(items);
+        let (n, m) = (funcs.len(), new.len());
         let mut list: Vec<(String, IndexFunc<K>)> = funcs.iter().cloned().collect();
         list.extend(new);
         let mut s = self.state.write();
+        for ((key, _), more) in items.iter().zip(&added_ids) {
+            if let Some(item) = s.tables.items.get_mut(key.as_str()) {
+                item.ids = item.ids.append(n, more, m);
+            }
+        }
         s.tables.indices.extend(added);
         s.indexers = Arc::new(list);
+        drop(s);
+        drop(items);
         Ok(())
     }
 }

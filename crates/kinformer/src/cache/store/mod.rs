@@ -31,6 +31,7 @@ mod tables;
 mod tests;
 mod transform;
 mod typed;
+mod value_ids;
 
 #[cfg(feature = "compact")]
 pub(crate) use compact::{Blob, HotObjects, ObjectCodec, TypedCodec};

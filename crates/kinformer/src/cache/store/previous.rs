@@ -9,11 +9,12 @@ use crate::cache::meta::ObjectKey;
 use crate::cache::store::FastMap;
 use crate::cache::store::IndexerError;
 use crate::cache::store::backend::ReadError;
+use crate::cache::store::tables::Item;
 #[cfg(feature = "compact")]
 use crate::cache::store::{ObjectCodec, compact::decode_arc, staged::OldBlobs};
 
 pub(super) enum Previous<K> {
-    Typed(FastMap<ObjectKey, Arc<K>>),
+    Typed(FastMap<ObjectKey, Item<Arc<K>>>),
     #[cfg(feature = "compact")]
     Compact {
         old: OldBlobs,
@@ -52,7 +53,7 @@ impl<K> PreviousItems<K> {
     /// The object that was stored under `key` (see the type's note on compact mode).
     pub fn get(&self, key: &str) -> Option<&Arc<K>> {
         match &self.0 {
-            Previous::Typed(m) => m.get(key),
+            Previous::Typed(m) => m.get(key).map(|i| &i.v),
             #[cfg(feature = "compact")]
             Previous::Compact {
                 old,
@@ -80,7 +81,7 @@ impl<K> PreviousItems<K> {
     /// [`IndexerError::Decode`] if its stored bytes cannot be decoded.
     pub fn try_get(&self, key: &str) -> Result<Option<Arc<K>>, IndexerError> {
         match &self.0 {
-            Previous::Typed(m) => Ok(m.get(key).cloned()),
+            Previous::Typed(m) => Ok(m.get(key).map(|i| Arc::clone(&i.v))),
             #[cfg(feature = "compact")]
             Previous::Compact { old, codec, .. } => old
                 .get(key)
@@ -113,7 +114,7 @@ impl<K> PreviousItems<K> {
     /// reported absent).
     pub fn remove(&mut self, key: &str) -> Option<Arc<K>> {
         match &mut self.0 {
-            Previous::Typed(m) => m.remove(key),
+            Previous::Typed(m) => m.remove(key).map(|i| i.v),
             #[cfg(feature = "compact")]
             Previous::Compact { old, codec, .. } => {
                 let blob = old.take(key)?;

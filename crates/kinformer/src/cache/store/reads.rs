@@ -34,7 +34,7 @@ where
             s.tables
                 .items
                 .get_key_value(key)
-                .map(|(k, v)| B::V::raw(k, v))
+                .map(|(k, i)| B::V::raw(k, &i.v))
         };
         raw.map(|r| self.backend.object(r, Via::Cache)).transpose()
     }
@@ -54,7 +54,7 @@ where
         s.tables
             .items
             .iter()
-            .map(|(k, v)| B::V::raw(k, v))
+            .map(|(k, i)| B::V::raw(k, &i.v))
             .collect()
     }
 
@@ -63,7 +63,7 @@ where
         s.tables
             .items
             .iter()
-            .map(|(k, v)| (k.clone(), B::V::raw(k, v)))
+            .map(|(k, i)| (k.clone(), B::V::raw(k, &i.v)))
             .collect()
     }
 

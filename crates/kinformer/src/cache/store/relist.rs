@@ -7,11 +7,12 @@
 //! 1. *Staging*, without the state lock (the transform and the index functions run here):
 //!    every listed object is encoded and compared with the bytes stored under its key. An
 //!    unchanged object costs one record; a changed or new object keeps its new encoding and its
-//!    index changes, as interned values; stored keys missing from the list are staged as
-//!    deletions.
+//!    index values, interned; stored keys missing from the list are staged as deletions. No
+//!    stored object is decoded: the index values of what is stored are kept beside it.
 //! 2. *Applying*, under the write lock, running no user code: the staged changes go into the
-//!    live item map and indices, and each record takes the encoding that was stored before, so
-//!    the records become the [`PreviousItems`].
+//!    live item map and indices (each key's entries move from its stored values to its new
+//!    ones, as any write), and each record takes the encoding that was stored before, so the
+//!    records become the [`PreviousItems`].
 //!
 //! At the peak, only the new encodings of changed objects and the records exist beyond the
 //! steady state.
@@ -22,27 +23,25 @@ use std::sync::Arc;
 use kube_core::Resource;
 
 use crate::cache::meta::ObjectKey;
-use crate::cache::store::backend::{Backend, Replaced, Via};
+use crate::cache::store::backend::{Backend, Replaced};
 use crate::cache::store::compact::CompactBackend;
 use crate::cache::store::core::Core;
 use crate::cache::store::staged::{
     HAS_OPS, KIND_CHANGED, KIND_UNCHANGED, KIND_VANISHED, OldBlobs, POS_MASK, Staged,
 };
-use crate::cache::store::tables::{IndexerList, Tables, compute_values};
-use crate::cache::store::{Blob, FastMap, IndexValues, IndexerError, PreviousItems};
+use crate::cache::store::tables::{IndexerList, compute_values_into};
+use crate::cache::store::{FastMap, IndexValues, IndexerError, PreviousItems};
 
-/// An op (4 bytes): end and remove flags, the index (6 bits) and the interned value (24 bits).
-/// More indices or values than that are rebuilt instead.
+/// An op (4 bytes): one new index value of a staged key: the end flag, the index (6 bits)
+/// and the interned value (24 bits). More indices or values than that are rebuilt instead.
 ///
 /// The last op of a record.
 const OP_END: u32 = 1 << 31;
-/// Remove the key from the value's set (else: put the key with its new encoding).
-const OP_REMOVE: u32 = 1 << 30;
 const OP_INDEX_SHIFT: u32 = 24;
 const OP_INDEX_MAX: usize = 63;
 const OP_VALUE_MASK: u32 = (1 << OP_INDEX_SHIFT) - 1;
 
-/// The index changes of all staged keys: a flat op list over interned values.
+/// The new index values of all staged keys: a flat op list over interned values.
 struct Ops {
     ops: Vec<u32>,
     ids: FastMap<String, u32>,
@@ -60,30 +59,21 @@ impl Ops {
         Some(id)
     }
 
-    /// Records the index changes from `old` to `new`: removals of old values the new object
-    /// lacks, then every new value (also unchanged ones: their entries must point at the new
-    /// encoding). Returns the first op's position and `HAS_OPS`, or `(0, 0)` without ops;
-    /// `None` if the ops cannot be represented (then the caller rebuilds).
-    fn push(
-        &mut self,
-        indices: usize,
-        old: Option<&IndexValues>,
-        new: Option<&IndexValues>,
-    ) -> Option<(u32, u32)> {
+    /// Records the index values `new` of one key. Returns the first op's position and
+    /// `HAS_OPS`, or `(0, 0)` without values; `None` if the ops cannot be represented (then
+    /// the caller rebuilds).
+    fn push(&mut self, indices: usize, new: &IndexValues) -> Option<(u32, u32)> {
         let start = self.ops.len();
         for i in 0..indices {
+            let values = new.get(i);
+            if values.is_empty() {
+                continue;
+            }
             if i > OP_INDEX_MAX {
                 return None;
             }
             let index = (i as u32) << OP_INDEX_SHIFT;
-            let new_vals = new.map(|n| n.get(i)).unwrap_or(&[]);
-            for o in old.map(|o| o.get(i)).unwrap_or(&[]) {
-                if !new_vals.contains(o) {
-                    let op = OP_REMOVE | index | self.intern(o)?;
-                    self.ops.push(op);
-                }
-            }
-            for v in new_vals {
+            for v in values {
                 let op = index | self.intern(v)?;
                 self.ops.push(op);
             }
@@ -105,26 +95,24 @@ impl Ops {
         }
         out
     }
-}
 
-/// Applies one record's ops to the indices; `new` is the encoding puts store.
-fn apply_ops(
-    tables: &mut Tables<Blob>,
-    key: &ObjectKey,
-    new: Option<&Blob>,
-    ops: &[u32],
-    values: &[&str],
-) {
-    for op in ops {
-        let index = &mut tables.indices[((op >> OP_INDEX_SHIFT) as usize) & OP_INDEX_MAX];
-        let value = values[(op & OP_VALUE_MASK) as usize];
-        if op & OP_REMOVE != 0 {
-            index.remove_key(value, key);
-        } else if let Some(blob) = new {
-            index.put(value, &(key.clone(), Arc::clone(blob)));
-        }
-        if op & OP_END != 0 {
-            break;
+    /// The index values (for `indices` indices) of the record whose ops are `ops` (none
+    /// without `HAS_OPS`), into `out`.
+    fn read<'v>(ops: &[u32], values: &[&'v str], indices: usize, out: &mut IndexValues<&'v str>) {
+        out.clear();
+        let mut ops = ops.iter().peekable();
+        for i in 0..indices {
+            while let Some(&&op) = ops.peek() {
+                if ((op >> OP_INDEX_SHIFT) as usize & OP_INDEX_MAX) != i {
+                    break;
+                }
+                out.values.push(values[(op & OP_VALUE_MASK) as usize]);
+                ops.next();
+                if op & OP_END != 0 {
+                    ops = [].iter().peekable();
+                }
+            }
+            out.ends.push(out.values.len());
         }
     }
 }
@@ -136,8 +124,7 @@ impl<K: Resource> Core<K, CompactBackend<K>> {
     /// more than 64 indices or 2^24 distinct index values); the caller then rebuilds.
     ///
     /// # Errors
-    /// A key, encode or index function error (store unchanged); a decode error for a stored
-    /// object (store unchanged; the caller rebuilds).
+    /// A key, encode or index function error (store unchanged).
     pub(super) fn replace_staged(
         &self,
         funcs: &IndexerList<K>,
@@ -152,18 +139,13 @@ impl<K: Resource> Core<K, CompactBackend<K>> {
             ops: Vec::new(),
             ids: FastMap::default(),
         };
+        let mut vals = IndexValues::default();
         let mut staged: Vec<Staged> = Vec::with_capacity(objs.len());
         let mut stored_objs = Vec::with_capacity(if keep { objs.len() } else { 0 });
         for (pos, obj) in objs.iter().enumerate() {
             let (key, obj) = self.prepare(Arc::clone(obj))?;
             let blob = self.backend.store(&key, &obj)?;
-            let stored = self
-                .state
-                .read()
-                .tables
-                .items
-                .get_key_value(key.as_str())
-                .map(|(k, b)| (k.clone(), Arc::clone(b)));
+            let stored = self.state.read().tables.stored(key.as_str());
             let pos = pos as u32;
             let record = match stored {
                 Some((stored_key, old)) if *old == *blob => Staged {
@@ -173,19 +155,12 @@ impl<K: Resource> Core<K, CompactBackend<K>> {
                     pos_kind: KIND_UNCHANGED | pos,
                 },
                 stored => {
-                    let new_vals = compute_values(funcs, &key, &obj)?;
-                    let (key, old_vals) = match stored {
-                        Some((stored_key, old)) => {
-                            let old_obj = self.backend.object((key.clone(), old), Via::Peek)?;
-                            (stored_key, Some(compute_values(funcs, &key, &old_obj)?))
-                        }
-                        None => (key, None),
-                    };
-                    let Some((start, has)) = ops.push(n, old_vals.as_ref(), Some(&new_vals)) else {
+                    compute_values_into(funcs, &key, &obj, &mut vals)?;
+                    let Some((start, has)) = ops.push(n, &vals) else {
                         return Ok(None);
                     };
                     Staged {
-                        key,
+                        key: stored.map_or(key, |(stored_key, _)| stored_key),
                         blob: Some(blob),
                         ops_start: start,
                         pos_kind: KIND_CHANGED | has | pos,
@@ -197,8 +172,7 @@ impl<K: Resource> Core<K, CompactBackend<K>> {
                 stored_objs.push(obj);
             }
         }
-        // A key listed twice: the later object wins (its ops were staged against the stored
-        // object, like the earlier one's, which are dropped).
+        // A key listed twice: the later object wins (the earlier one's record is dropped).
         staged.sort_unstable_by(|a, b| {
             a.key
                 .cmp(&b.key)
@@ -206,59 +180,51 @@ impl<K: Resource> Core<K, CompactBackend<K>> {
         });
         staged.dedup_by(|later, kept| later.key == kept.key);
 
-        let vanished: Vec<(ObjectKey, Blob)> = {
+        let vanished: Vec<ObjectKey> = {
             let s = self.state.read();
             s.tables
                 .items
-                .iter()
-                .filter(|(k, _)| {
+                .keys()
+                .filter(|k| {
                     staged
                         .binary_search_by(|e| e.key.as_str().cmp(k.as_str()))
                         .is_err()
                 })
-                .map(|(k, b)| (k.clone(), Arc::clone(b)))
+                .cloned()
                 .collect()
         };
         let listed = staged.len();
-        for (key, old) in vanished {
-            let old_obj = self.backend.object((key.clone(), old), Via::Peek)?;
-            let old_vals = compute_values(funcs, &key, &old_obj)?;
-            let Some((start, has)) = ops.push(n, Some(&old_vals), None) else {
-                return Ok(None);
-            };
-            staged.push(Staged {
-                key,
-                blob: None,
-                ops_start: start,
-                pos_kind: KIND_VANISHED | has,
-            });
-        }
+        staged.extend(vanished.into_iter().map(|key| Staged {
+            key,
+            blob: None,
+            ops_start: 0,
+            pos_kind: KIND_VANISHED,
+        }));
         if staged.len() > listed {
             staged.sort_unstable_by(|a, b| a.key.cmp(&b.key));
         }
 
         let values = ops.values();
+        let mut new_vals = IndexValues::default();
         let mut s = self.state.write();
         let tables = &mut s.tables;
         for e in &mut staged {
-            let e_ops = if e.pos_kind & HAS_OPS != 0 {
-                &ops.ops[e.ops_start as usize..]
-            } else {
-                &[]
-            };
             match e.kind() {
-                KIND_UNCHANGED => e.blob = tables.items.get(e.key.as_str()).cloned(),
+                KIND_UNCHANGED => {
+                    e.blob = tables.items.get(e.key.as_str()).map(|i| Arc::clone(&i.v))
+                }
                 KIND_CHANGED => {
-                    let new = e.blob.take();
-                    apply_ops(tables, &e.key, new.as_ref(), e_ops, &values);
-                    if let Some(new) = new {
-                        e.blob = tables.items.insert(e.key.clone(), new);
+                    if let Some(new) = e.blob.take() {
+                        let e_ops = if e.pos_kind & HAS_OPS != 0 {
+                            &ops.ops[e.ops_start as usize..]
+                        } else {
+                            &[]
+                        };
+                        Ops::read(e_ops, &values, n, &mut new_vals);
+                        e.blob = tables.put(&e.key, &new, &mut new_vals);
                     }
                 }
-                _ => {
-                    apply_ops(tables, &e.key, None, e_ops, &values);
-                    e.blob = tables.items.remove(e.key.as_str());
-                }
+                _ => e.blob = tables.take(e.key.as_str()),
             }
         }
         drop(s);

@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 
-use super::backend::{Backend, Entries, Replaced, SetOf, Via};
+use super::IndexValues;
+use super::backend::{Backend, Entries, Replaced, SetOf};
 use super::core::Core;
 use super::error::IndexerError;
-use super::tables::{IndexerList, Tables, compute_values};
+use super::tables::{IndexerList, Tables, compute_values_into};
 
 /// How a storage replaces its whole content: by default new tables are built and swapped in;
 /// a storage may instead change the live tables in place (compact storage stages only what
@@ -65,24 +66,21 @@ where
     ) -> Result<Tables<B::V>, IndexerError> {
         let total = objs.len();
         let mut tables: Tables<B::V> = Tables::new(funcs.len(), total);
+        let mut vals = IndexValues::default();
         for (n, obj) in objs.into_iter().enumerate() {
             self.backend.rebuilding(&mut tables, n, total)?;
             let (key, obj) = self.prepare(obj)?;
             let mut v = self.backend.store(&key, &obj)?;
             if B::SHARE_EQUAL {
                 let s = self.state.read();
-                if let Some(same) = s.tables.items.get(key.as_str()).filter(|o| B::same(o, &v)) {
+                let stored = s.tables.items.get(key.as_str()).map(|i| &i.v);
+                if let Some(same) = stored.filter(|o| B::same(o, &v)) {
                     v = same.clone();
                 }
             }
-            let mut vals = compute_values(funcs, &key, &obj)?;
-            if let Some(prev) = tables.items.get(key.as_str()).cloned() {
-                // Duplicate key in the list: drop the earlier object's index entries.
-                let prev_obj = self.object_of(&key, &prev, Via::Direct)?;
-                let prev_vals = compute_values(funcs, &key, &prev_obj)?;
-                tables.take(&key, &prev, &prev_vals);
-            }
-            tables.put(&key, &v, None, &mut vals);
+            compute_values_into(funcs, &key, &obj, &mut vals)?;
+            // A key listed twice replaces the earlier object and its index entries.
+            tables.put(&key, &v, &mut vals);
             if let Some(stored) = stored.as_deref_mut() {
                 stored.push(obj);
             }

@@ -11,11 +11,11 @@ use std::cell::Cell;
 
 use super::IndexValues;
 
-/// The index values of the object being written and of the object it replaces or deletes.
+/// The index values of the object being written (those of the object it replaces are kept
+/// beside it in the tables).
 #[derive(Debug, Default)]
 pub(super) struct Scratch {
     pub(super) new: IndexValues,
-    pub(super) old: IndexValues,
 }
 
 thread_local! {
@@ -29,7 +29,6 @@ pub(super) fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
     let mut s = SCRATCH.try_with(Cell::take).unwrap_or_default();
     let r = f(&mut s);
     s.new.clear();
-    s.old.clear();
     // During thread exit the buffers are simply dropped.
     let _ = SCRATCH.try_with(|cell| cell.set(s));
     r
@@ -45,12 +44,12 @@ mod tests {
             outer.new.values.push("a".into());
             with_scratch(|inner| {
                 assert!(inner.new.values.is_empty());
-                inner.old.values.push("b".into());
+                inner.new.values.push("b".into());
             });
             assert_eq!(outer.new.values, ["a"]);
         });
         with_scratch(|s| {
-            assert!(s.new.values.is_empty() && s.old.values.is_empty());
+            assert!(s.new.values.is_empty());
         });
     }
 }

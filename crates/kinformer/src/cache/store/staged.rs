@@ -3,6 +3,7 @@
 
 use super::FastMap;
 use super::compact::Blob;
+use super::tables::Item;
 use crate::cache::meta::ObjectKey;
 
 pub(super) const KIND_UNCHANGED: u32 = 0;
@@ -43,7 +44,7 @@ impl Staged {
 /// The old encodings of a compact indexer.
 pub(super) enum OldBlobs {
     /// After a rebuild: the old item map.
-    Map(FastMap<ObjectKey, Blob>),
+    Map(FastMap<ObjectKey, Item<Blob>>),
     /// After a staged replace: one entry per listed or vanished key, sorted by key; the blob
     /// is what was stored before (`None` for a key the list added).
     Staged(Vec<Staged>),
@@ -56,14 +57,14 @@ impl OldBlobs {
 
     pub(super) fn get(&self, key: &str) -> Option<&Blob> {
         match self {
-            OldBlobs::Map(m) => m.get(key),
+            OldBlobs::Map(m) => m.get(key).map(|i| &i.v),
             OldBlobs::Staged(v) => Self::position(v, key).and_then(|i| v[i].blob.as_ref()),
         }
     }
 
     pub(super) fn take(&mut self, key: &str) -> Option<Blob> {
         match self {
-            OldBlobs::Map(m) => m.remove(key),
+            OldBlobs::Map(m) => m.remove(key).map(|i| i.v),
             OldBlobs::Staged(v) => Self::position(v, key).and_then(|i| v[i].blob.take()),
         }
     }
@@ -80,7 +81,7 @@ impl OldBlobs {
 
     pub(super) fn iter(&self) -> Box<dyn Iterator<Item = (&ObjectKey, &Blob)> + '_> {
         match self {
-            OldBlobs::Map(m) => Box::new(m.iter()),
+            OldBlobs::Map(m) => Box::new(m.iter().map(|(k, i)| (k, &i.v))),
             OldBlobs::Staged(v) => Box::new(
                 v.iter()
                     .filter_map(|e| e.blob.as_ref().map(|b| (&e.key, b))),

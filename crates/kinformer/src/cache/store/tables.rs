@@ -6,6 +6,8 @@ use kube_core::Resource;
 
 use super::entries::ByKey;
 use super::error::IndexerError;
+use super::index::group;
+use super::value_ids::ValueIds;
 use super::{EntrySet, FastMap, FastSet, FastState, Index, IndexFunc, IndexValues, Indexers};
 use crate::cache::meta::ObjectKey;
 
@@ -29,10 +31,19 @@ impl<K> Stored for Arc<K> {
     }
 }
 
+/// What the item map keeps per key: the stored value and the ids of its index values, so a
+/// write finds the entries of the object it replaces or deletes without reading it.
+#[derive(Debug, Clone)]
+pub(super) struct Item<V> {
+    pub(super) v: V,
+    pub(super) ids: ValueIds,
+}
+
 /// The item map and the indices of one storage; `V` is what is stored per object.
 pub(super) struct Tables<V: Stored> {
-    pub(super) items: FastMap<ObjectKey, V>,
-    /// Invariant: `indices.len() == indexers.len()`, and every index reflects every item.
+    pub(super) items: FastMap<ObjectKey, Item<V>>,
+    /// Invariant: `indices.len() == indexers.len()`, every index reflects every item, and an
+    /// item's ids are those of its values in each index.
     pub(super) indices: Vec<Index<V::Set>>,
 }
 
@@ -48,8 +59,15 @@ impl<V: Stored> Tables<V> {
     pub(super) fn snapshot(&self) -> Vec<(ObjectKey, V)> {
         self.items
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, i)| (k.clone(), i.v.clone()))
             .collect()
+    }
+
+    /// The value stored under `key`, with the stored key.
+    pub(super) fn stored(&self, key: &str) -> Option<(ObjectKey, V)> {
+        self.items
+            .get_key_value(key)
+            .map(|(k, i)| (k.clone(), i.v.clone()))
     }
 }
 
@@ -57,31 +75,68 @@ impl<V: Stored> Tables<V>
 where
     V::Set: EntrySet<Entry = V>,
 {
-    /// Stores `v` under `key`, moving the key from `old` to `new` index values.
-    pub(super) fn put(
+    /// Stores `v` under `key` with the index values `new` (one group per index), and returns
+    /// the value stored before. An index whose values did not change only has its entries
+    /// refreshed (they must hold `v`); only changed values move the key between sets.
+    pub(super) fn put<S: AsRef<str>>(
         &mut self,
         key: &ObjectKey,
         v: &V,
-        old: Option<&IndexValues>,
-        new: &mut IndexValues,
-    ) {
+        new: &mut IndexValues<S>,
+    ) -> Option<V> {
         let item = V::Set::item(key, v);
-        let prev = self.items.insert(key.clone(), v.clone());
-        let prev_item = prev.as_ref().and_then(|p| V::Set::old_item(&item, p));
+        let IndexValues { values, ends, ids } = new;
+        ids.clear();
+        let Some(stored) = self.items.get_mut(key.as_str()) else {
+            let ids = insert(&mut self.indices, &item, values, ends, ids);
+            self.items.insert(key.clone(), Item { v: v.clone(), ids });
+            return None;
+        };
+        let old_item = V::Set::old_item(&item, &stored.v);
+        let old_item = old_item.as_ref().unwrap_or(&item);
         for (i, index) in self.indices.iter_mut().enumerate() {
-            let old = old.map(|o| o.get(i)).unwrap_or(&[]);
-            index.update(&item, prev_item.as_ref(), old, new.get_mut(i));
+            index.update(
+                stored.ids.get(i),
+                old_item,
+                &item,
+                group(values, ends, i),
+                ids,
+            );
         }
+        stored.ids = ValueIds::new(ids, ends);
+        Some(std::mem::replace(&mut stored.v, v.clone()))
     }
 
-    /// Removes `key` (whose stored object `v` has index values `old`).
-    pub(super) fn take(&mut self, key: &ObjectKey, v: &V, old: &IndexValues) {
-        let item = V::Set::item(key, v);
+    /// Removes `key` and its index entries (found by the ids stored beside it); returns what
+    /// was stored.
+    pub(super) fn take(&mut self, key: &str) -> Option<V> {
+        let (key, stored) = self.items.remove_entry(key)?;
+        let item = V::Set::item(&key, &stored.v);
         for (i, index) in self.indices.iter_mut().enumerate() {
-            index.update(&item, None, old.get(i), &mut []);
+            for &id in stored.ids.get(i) {
+                index.remove(id, &item);
+            }
         }
-        self.items.remove(key.as_str());
+        Some(stored.v)
     }
+}
+
+/// Records `item` under its values `values` (grouped by `ends`, one group per index) in
+/// `indices`; returns their ids (`ids` is the buffer they are collected in).
+pub(super) fn insert<S: EntrySet>(
+    indices: &mut [Index<S>],
+    item: &S::Item,
+    values: &[impl AsRef<str>],
+    ends: &[usize],
+    ids: &mut Vec<u32>,
+) -> ValueIds {
+    ids.clear();
+    for (i, index) in indices.iter_mut().enumerate() {
+        for value in group(values, ends, i) {
+            ids.push(index.put(value.as_ref(), item));
+        }
+    }
+    ValueIds::new(ids, ends)
 }
 
 /// The index functions in a fixed order; `indices[i]` belongs to `funcs[i]`.
@@ -93,21 +148,8 @@ pub(super) struct State<K, V: Stored> {
     pub(super) indexers: IndexerList<K>,
 }
 
-/// The index values of `obj` (stored under `key`) for every index function.
-pub(super) fn compute_values<K: Resource>(
-    funcs: &[(String, IndexFunc<K>)],
-    key: &ObjectKey,
-    obj: &K,
-) -> Result<IndexValues, IndexerError> {
-    let mut out = IndexValues {
-        values: Vec::new(),
-        ends: Vec::with_capacity(funcs.len()),
-    };
-    compute_values_into(funcs, key, obj, &mut out)?;
-    Ok(out)
-}
-
-/// As [`compute_values`], into `out` (cleared first, its buffers reused).
+/// The index values of `obj` (stored under `key`) for every index function, into `out`
+/// (cleared first, its buffers reused). A value an index function gives twice is kept once.
 pub(super) fn compute_values_into<K: Resource>(
     funcs: &[(String, IndexFunc<K>)],
     key: &ObjectKey,
@@ -116,14 +158,32 @@ pub(super) fn compute_values_into<K: Resource>(
 ) -> Result<(), IndexerError> {
     out.clear();
     for (name, f) in funcs {
+        let start = out.values.len();
         f(obj, &mut out.values).map_err(|source| IndexerError::IndexFunc {
             index: name.clone(),
             key: key.clone(),
             source,
         })?;
+        dedup_from(&mut out.values, start);
         out.ends.push(out.values.len());
     }
     Ok(())
+}
+
+/// Drops repeated values from `values[start..]` (their order is of no consequence).
+fn dedup_from(values: &mut Vec<String>, start: usize) {
+    if values.len() - start < 2 {
+        return;
+    }
+    values[start..].sort_unstable();
+    let mut kept = start + 1;
+    for i in start + 1..values.len() {
+        if values[i] != values[kept - 1] {
+            values.swap(i, kept);
+            kept += 1;
+        }
+    }
+    values.truncate(kept);
 }
 
 pub(super) fn sorted<K>(indexers: Indexers<K>) -> Vec<(String, IndexFunc<K>)> {
@@ -135,4 +195,19 @@ pub(super) fn sorted<K>(indexers: Indexers<K>) -> Vec<(String, IndexFunc<K>)> {
 /// `n` empty indices.
 pub(super) fn empty_indices<S>(n: usize) -> Vec<Index<S>> {
     (0..n).map(|_| Index::default()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_values_are_kept_once() {
+        let mut v: Vec<String> = ["x", "b", "a", "b", "c", "a"].map(String::from).into();
+        dedup_from(&mut v, 1);
+        assert_eq!(v, ["x", "a", "b", "c"]);
+        let mut one = vec![String::from("a")];
+        dedup_from(&mut one, 0);
+        assert_eq!(one, ["a"]);
+    }
 }

@@ -86,7 +86,12 @@ both_modes!(
     transform_runs_before_storing,
     upsert_reports_the_previous_object,
     index_functions_run_without_the_state_lock,
-    by_index_returns_the_current_object_when_index_values_do_not_change
+    by_index_returns_the_current_object_when_index_values_do_not_change,
+    updates_move_only_the_values_that_changed,
+    deletes_after_updates_leave_no_entries,
+    replace_after_updates_starts_from_the_current_values,
+    add_indexers_after_adds_is_maintained_by_later_writes,
+    stored_index_values_never_go_stale,
 );
 
 /// Indexes by the comma-separated `users` label (several values per object).
@@ -320,8 +325,12 @@ fn index_functions_run_without_the_state_lock(mode: Mode) {
     let idx = INDEXER[m].get_or_init(|| Arc::new(build(mode, [("r".to_string(), reading)].into())));
     idx.add(pod("ns", "a", &[])).unwrap();
     idx.update(pod("ns", "a", &[("v", "2")])).unwrap();
+    let reads = READS[m].load(Ordering::SeqCst);
+    assert!(reads >= 2);
+    // A delete finds the entries by the values stored beside the object: no index function
+    // runs.
     idx.delete(&pod("ns", "a", &[])).unwrap();
-    assert!(READS[m].load(Ordering::SeqCst) >= 3);
+    assert_eq!(READS[m].load(Ordering::SeqCst), reads);
 }
 
 fn by_index_returns_the_current_object_when_index_values_do_not_change(mode: Mode) {
@@ -413,10 +422,8 @@ fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
     let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
     {
         let mut s = compact_core(&idx).state.write();
-        s.tables
-            .items
-            .insert(ObjectKey::from("ns/p1"), Arc::clone(&bad));
-        for set in s.tables.indices[0].map.values_mut() {
+        s.tables.items.get_mut("ns/p1").unwrap().v = Arc::clone(&bad);
+        for set in s.tables.indices[0].sets_mut() {
             if let Some(b) = set.get_mut("ns/p1") {
                 *b = Arc::clone(&bad);
             }
@@ -431,7 +438,7 @@ fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
     assert!(is_decode(&idx.try_list().unwrap_err()));
     assert_eq!(idx.list().len(), 4);
     assert!(is_decode(
-        &idx.update(pod("ns", "p1", &[("app", "db")])).unwrap_err()
+        &idx.upsert(pod("ns", "p1", &[("app", "db")])).unwrap_err()
     ));
     assert!(is_decode(&idx.delete_by_key("ns/p1").unwrap_err()));
     assert!(idx.contains_key("ns/p1"));
@@ -464,8 +471,8 @@ fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
     }
     assert!(idx.compact_dictionary_len().is_some());
     let s = compact_core(&idx).state.read();
-    assert!(s.tables.items.values().all(|b| b[0] == 1));
-    for set in s.tables.indices[0].map.values() {
+    assert!(s.tables.items.values().all(|i| i.v[0] == 1));
+    for set in s.tables.indices[0].sets() {
         assert!(set.values().all(|b| b[0] == 1));
     }
     drop(s);
@@ -492,4 +499,345 @@ fn per_object_entries_and_the_typed_indexer_keep_their_sizes() {
         "{}",
         size_of::<Indexer<Pod>>()
     );
+}
+
+/// Every index of `idx` (by name, with its function) holds exactly the entries `model`
+/// (key → object) gives, each pointing at the current object.
+fn assert_indices_match(
+    idx: &Indexer<Pod>,
+    funcs: &[(&str, IndexFunc<Pod>)],
+    model: &std::collections::BTreeMap<String, Arc<Pod>>,
+) {
+    use std::collections::{BTreeMap, BTreeSet};
+    for (name, f) in funcs {
+        if !idx.has_index(name) {
+            continue;
+        }
+        let mut want: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+        for (key, obj) in model {
+            let mut values = Vec::new();
+            f(obj, &mut values).unwrap();
+            for v in values {
+                want.entry(v).or_default().insert(key);
+            }
+        }
+        let mut values = idx.list_index_func_values(name);
+        values.sort();
+        assert_eq!(
+            values,
+            want.keys().cloned().collect::<Vec<_>>(),
+            "values of {name}"
+        );
+        for (value, keys) in &want {
+            let got = idx.index_keys(name, value).unwrap();
+            let got: Vec<&str> = got.iter().map(|k| k.as_str()).collect();
+            assert_eq!(
+                got,
+                keys.iter().copied().collect::<Vec<_>>(),
+                "{name}={value}"
+            );
+            for obj in idx.by_index(name, value).unwrap() {
+                let key = meta_namespace_key(obj.as_ref()).unwrap();
+                assert_eq!(*obj, *model[key.as_str()], "{name}={value}: a stale object");
+            }
+        }
+    }
+}
+
+/// The `users` (several values) and `app` (zero or one value) indices.
+fn users_and_app() -> Vec<(&'static str, IndexFunc<Pod>)> {
+    vec![("by_user", users_index()), ("app", label_index_func("app"))]
+}
+
+fn indexer_of(mode: Mode, funcs: &[(&str, IndexFunc<Pod>)]) -> Indexer<Pod> {
+    let indexers = funcs
+        .iter()
+        .map(|(n, f)| (n.to_string(), Arc::clone(f)))
+        .collect();
+    build(mode, indexers)
+}
+
+fn updates_move_only_the_values_that_changed(mode: Mode) {
+    let funcs = users_and_app();
+    let idx = indexer_of(mode, &funcs);
+    let mut model = std::collections::BTreeMap::new();
+    let mut put = |p: Arc<Pod>| {
+        idx.update(Arc::clone(&p)).unwrap();
+        model.insert(meta_namespace_key(p.as_ref()).unwrap().to_string(), p);
+        assert_indices_match(&idx, &funcs, &model);
+    };
+    put(pod("ns", "a", &[("users", "x.y"), ("app", "web")]));
+    put(pod("ns", "b", &[("users", "y")]));
+    // Adds a value, keeps one, removes one; the app label goes away.
+    put(pod("ns", "a", &[("users", "y.z")]));
+    // No value at all, then several again (a value listed twice is kept once).
+    put(pod("ns", "a", &[]));
+    put(pod("ns", "a", &[("users", "w.w.x"), ("app", "db")]));
+    // Unchanged values: the entries point at the newer object.
+    put(pod(
+        "ns",
+        "a",
+        &[("users", "x.w"), ("app", "db"), ("v", "2")],
+    ));
+    put(pod("ns", "b", &[("users", "y"), ("app", "db")]));
+}
+
+fn deletes_after_updates_leave_no_entries(mode: Mode) {
+    let idx = build(
+        mode,
+        users_and_app()
+            .into_iter()
+            .map(|(n, f)| (n.to_string(), f))
+            .collect(),
+    );
+    idx.add(pod("ns", "a", &[("users", "x.y"), ("app", "web")]))
+        .unwrap();
+    idx.add(pod("ns", "b", &[("users", "y")])).unwrap();
+    idx.update(pod("ns", "a", &[("users", "y.z"), ("app", "db")]))
+        .unwrap();
+    idx.upsert(pod("ns", "a", &[("users", "q.z")])).unwrap();
+    assert!(idx.delete_by_key("ns/a").unwrap().is_some());
+    assert_eq!(idx.list_index_func_values("by_user"), ["y"]);
+    assert!(idx.list_index_func_values("app").is_empty());
+    assert!(idx.delete_by_key("ns/b").unwrap().is_some());
+    assert!(idx.list_index_func_values("by_user").is_empty());
+    // The keys come back with other values, and nothing of the earlier ones is left.
+    idx.add(pod("ns", "a", &[("users", "x")])).unwrap();
+    assert_eq!(idx.list_index_func_values("by_user"), ["x"]);
+    assert_eq!(names(idx.by_index("by_user", "x").unwrap()), ["a"]);
+}
+
+fn replace_after_updates_starts_from_the_current_values(mode: Mode) {
+    let funcs = users_and_app();
+    let idx = indexer_of(mode, &funcs);
+    for i in 0..6 {
+        idx.add(pod(
+            "ns",
+            &format!("p{i}"),
+            &[("users", "a.b"), ("app", "web")],
+        ))
+        .unwrap();
+    }
+    for i in 0..6 {
+        idx.update(pod("ns", &format!("p{i}"), &[("users", "b.c")]))
+            .unwrap();
+    }
+    // Twice: the first replace may rebuild (dictionary), the second stages in place.
+    for round in 0..2 {
+        let list: Vec<Arc<Pod>> = (0..4)
+            .map(|i| {
+                let users = if i % 2 == 0 { "c.d" } else { "b" };
+                pod(
+                    "ns",
+                    &format!("p{i}"),
+                    &[("users", users), ("r", &round.to_string())],
+                )
+            })
+            .collect();
+        idx.replace(list.clone()).unwrap();
+        let model = list
+            .into_iter()
+            .map(|p| (meta_namespace_key(p.as_ref()).unwrap().to_string(), p))
+            .collect();
+        assert_indices_match(&idx, &funcs, &model);
+        // Writes after the replace find the values it stored.
+        idx.update(pod("ns", "p1", &[("users", "e")])).unwrap();
+        idx.delete_by_key("ns/p2").unwrap();
+        assert_eq!(idx.list_index_func_values("by_user").len(), 4);
+        assert_eq!(names(idx.by_index("by_user", "c").unwrap()), ["p0"]);
+    }
+}
+
+fn add_indexers_after_adds_is_maintained_by_later_writes(mode: Mode) {
+    let funcs = users_and_app();
+    let idx = indexer_of(mode, &funcs[..1]);
+    let mut model = std::collections::BTreeMap::new();
+    for (name, users, app) in [("a", "x.y", "web"), ("b", "y", "db"), ("c", "z", "")] {
+        let labels: Vec<(&str, &str)> = [("users", users), ("app", app)]
+            .into_iter()
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        let p = pod("ns", name, &labels);
+        idx.add(Arc::clone(&p)).unwrap();
+        model.insert(format!("ns/{name}"), p);
+    }
+    idx.add_indexers([("app".to_string(), Arc::clone(&funcs[1].1))].into())
+        .unwrap();
+    idx.add_indexers([(NAMESPACE_INDEX.to_string(), namespace_index_func())].into())
+        .unwrap();
+    let mut all = funcs.clone();
+    all.push((NAMESPACE_INDEX, namespace_index_func()));
+    assert_indices_match(&idx, &all, &model);
+    for p in [
+        pod("ns", "a", &[("users", "y"), ("app", "db")]),
+        pod("ns", "c", &[("users", "z.x"), ("app", "web")]),
+        pod("ns2", "d", &[("app", "web")]),
+    ] {
+        idx.update(Arc::clone(&p)).unwrap();
+        model.insert(meta_namespace_key(p.as_ref()).unwrap().to_string(), p);
+        assert_indices_match(&idx, &all, &model);
+    }
+    idx.delete_by_key("ns/b").unwrap();
+    model.remove("ns/b");
+    assert_indices_match(&idx, &all, &model);
+}
+
+/// One write of [`stored_index_values_never_go_stale`].
+#[derive(Debug, Clone)]
+enum Op {
+    /// `update` (or `upsert`) of key `k` with these `users` and `app` labels.
+    Put {
+        k: u8,
+        users: String,
+        app: u8,
+        upsert: bool,
+    },
+    Delete(u8),
+    Replace(Vec<(u8, String, u8)>),
+    /// Adds the namespace index (once).
+    AddIndexer,
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    let users = prop::collection::vec(prop::sample::select(vec!["a", "b", "c", "d"]), 0..4)
+        .prop_map(|v| v.join("."));
+    prop_oneof![
+        6 => (0u8..6, users.clone(), 0u8..3, any::<bool>())
+            .prop_map(|(k, users, app, upsert)| Op::Put { k, users, app, upsert }),
+        2 => (0u8..6).prop_map(Op::Delete),
+        1 => prop::collection::vec((0u8..6, users, 0u8..3), 0..6).prop_map(Op::Replace),
+        1 => Just(Op::AddIndexer),
+    ]
+}
+
+/// A pod `k` in one of two namespaces, with these labels (`app` 0: none).
+fn op_pod(k: u8, users: &str, app: u8) -> Arc<Pod> {
+    let app = format!("app{app}");
+    let mut labels = vec![];
+    if !users.is_empty() {
+        labels.push(("users", users));
+    }
+    if app != "app0" {
+        labels.push(("app", app.as_str()));
+    }
+    pod(&format!("ns{}", k % 2), &format!("p{k}"), &labels)
+}
+
+/// Random writes (multi-valued values changing, appearing and vanishing, deletes, relists,
+/// an index added to a populated indexer): after each, every index is exactly what the
+/// objects give.
+fn stored_index_values_never_go_stale(mode: Mode) {
+    use proptest::test_runner::{Config, TestRunner};
+    let mut runner = TestRunner::new(Config {
+        cases: 48,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let ops = proptest::collection::vec(op(), 1..40);
+    runner
+        .run(&ops, |ops| {
+            let mut funcs = users_and_app();
+            let idx = indexer_of(mode, &funcs);
+            let mut model = std::collections::BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Put {
+                        k,
+                        users,
+                        app,
+                        upsert,
+                    } => {
+                        let p = op_pod(k, &users, app);
+                        if upsert {
+                            idx.upsert(Arc::clone(&p)).unwrap();
+                        } else {
+                            idx.update(Arc::clone(&p)).unwrap();
+                        }
+                        model.insert(meta_namespace_key(p.as_ref()).unwrap().to_string(), p);
+                    }
+                    Op::Delete(k) => {
+                        let key = format!("ns{}/p{k}", k % 2);
+                        let gone = idx.delete_by_key(&key).unwrap();
+                        assert_eq!(gone.as_deref(), model.remove(&key).as_deref());
+                    }
+                    Op::Replace(list) => {
+                        let list: Vec<Arc<Pod>> =
+                            list.iter().map(|(k, u, a)| op_pod(*k, u, *a)).collect();
+                        idx.replace(list.clone()).unwrap();
+                        model = list
+                            .into_iter()
+                            .map(|p| (meta_namespace_key(p.as_ref()).unwrap().to_string(), p))
+                            .collect();
+                    }
+                    Op::AddIndexer => {
+                        if !idx.has_index(NAMESPACE_INDEX) {
+                            idx.add_indexers(
+                                [(NAMESPACE_INDEX.to_string(), namespace_index_func())].into(),
+                            )
+                            .unwrap();
+                            funcs.push((NAMESPACE_INDEX, namespace_index_func()));
+                        }
+                    }
+                }
+                assert_indices_match(&idx, &funcs, &model);
+                assert_eq!(idx.len(), model.len());
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[cfg(feature = "compact")]
+#[test]
+fn compact_update_and_add_replace_a_stored_object_whose_bytes_are_corrupt() {
+    let idx = build(
+        Mode::Compact,
+        [("app".to_string(), label_index_func("app"))].into(),
+    );
+    for i in 0..5 {
+        idx.add(pod("ns", &format!("p{i}"), &[("app", "web")]))
+            .unwrap();
+    }
+    let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
+    let corrupt = |key: &str| {
+        let mut s = compact_core(&idx).state.write();
+        s.tables.items.get_mut(key).unwrap().v = Arc::clone(&bad);
+        for set in s.tables.indices[0].sets_mut() {
+            if let Some(b) = set.get_mut(key) {
+                *b = Arc::clone(&bad);
+            }
+        }
+    };
+    // `update` and `add` discard the object they replace, so they never decode it: the
+    // index values kept beside it are enough to move its entries.
+    corrupt("ns/p1");
+    idx.update(pod("ns", "p1", &[("app", "db")])).unwrap();
+    corrupt("ns/p2");
+    idx.add(pod("ns", "p2", &[("app", "web"), ("v", "2")]))
+        .unwrap();
+    assert_eq!(names(idx.by_index("app", "db").unwrap()), ["p1"]);
+    assert_eq!(
+        names(idx.by_index("app", "web").unwrap()),
+        ["p0", "p2", "p3", "p4"]
+    );
+    assert_eq!(
+        idx.get_by_key("ns/p2")
+            .unwrap()
+            .metadata
+            .labels
+            .as_ref()
+            .unwrap()["v"],
+        "2"
+    );
+    // `upsert` hands the old object on, so it still needs it (the store stays unchanged),
+    // as does `delete`, which returns it.
+    corrupt("ns/p3");
+    assert!(idx.upsert(pod("ns", "p3", &[("app", "db")])).is_err());
+    assert!(idx.delete_by_key("ns/p3").is_err());
+    assert_eq!(names(idx.by_index("app", "db").unwrap()), ["p1"]);
+    assert!(idx.try_get_by_key("ns/p3").is_err());
+    // A relist stages in place without decoding it either.
+    idx.replace(vec![pod("ns", "p3", &[("app", "x")])]).unwrap();
+    assert_eq!(idx.list_index_func_values("app"), ["x"]);
 }

@@ -11,6 +11,7 @@ use super::entries::{ByKey, KeyLike};
 use super::error::IndexerError;
 use super::previous::{Previous, PreviousItems};
 use super::replace::ReplaceInPlace;
+use super::tables::Item;
 use super::{FastMap, FastState};
 use crate::cache::meta::ObjectKey;
 
@@ -38,7 +39,11 @@ impl<K> Backend<K> for TypedBackend {
         Ok(raw)
     }
 
-    fn previous(&self, items: FastMap<ObjectKey, Arc<K>>) -> PreviousItems<K> {
+    fn at_no_cost(&self, v: &Arc<K>) -> Option<Arc<K>> {
+        Some(Arc::clone(v))
+    }
+
+    fn previous(&self, items: FastMap<ObjectKey, Item<Arc<K>>>) -> PreviousItems<K> {
         PreviousItems(Previous::Typed(items))
     }
 }

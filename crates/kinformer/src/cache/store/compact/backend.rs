@@ -13,7 +13,7 @@ use crate::cache::store::error::IndexerError;
 use crate::cache::store::previous::PreviousItems;
 use crate::cache::store::replace::ReplaceInPlace;
 use crate::cache::store::staged::OldBlobs;
-use crate::cache::store::tables::{IndexerList, State, Stored, Tables};
+use crate::cache::store::tables::{IndexerList, Item, State, Stored, Tables};
 use crate::cache::store::{Blob, EntrySet, FastMap, FastState, HotObjects, ObjectCodec};
 
 impl Stored for Blob {
@@ -41,10 +41,6 @@ impl EntrySet for FastMap<ObjectKey, Blob> {
     }
 
     fn remove_item(&mut self, (key, _): &(ObjectKey, Blob)) {
-        self.remove(key);
-    }
-
-    fn remove_key(&mut self, key: &ObjectKey) {
         self.remove(key);
     }
 
@@ -108,7 +104,7 @@ impl<K> CompactBackend<K> {
             if !self.codec.core().wants_training(s.tables.items.len()) {
                 return Ok(());
             }
-            s.tables.items.values().cloned().collect()
+            s.tables.items.values().map(|i| Arc::clone(&i.v)).collect()
         };
         if self.codec.core().train(&samples) {
             drop(samples);
@@ -154,6 +150,11 @@ impl<K> Backend<K> for CompactBackend<K> {
         Ok(obj)
     }
 
+    /// Never: the object would have to be decoded.
+    fn at_no_cost(&self, _v: &Blob) -> Option<Arc<K>> {
+        None
+    }
+
     fn cache(&self, key: &ObjectKey, v: &Blob, obj: &Arc<K>) {
         if let Some(hot) = &self.hot {
             hot.insert(key, v, obj);
@@ -185,7 +186,7 @@ impl<K> Backend<K> for CompactBackend<K> {
             core.wants_training(tables.items.len())
         };
         if now {
-            let samples: Vec<Blob> = tables.items.values().cloned().collect();
+            let samples: Vec<Blob> = tables.items.values().map(|i| Arc::clone(&i.v)).collect();
             if core.train(&samples) {
                 drop(samples);
                 recompress(tables, self.codec.as_ref())?;
@@ -194,14 +195,13 @@ impl<K> Backend<K> for CompactBackend<K> {
         Ok(())
     }
 
-    fn previous(&self, items: FastMap<ObjectKey, Blob>) -> PreviousItems<K> {
+    fn previous(&self, items: FastMap<ObjectKey, Item<Blob>>) -> PreviousItems<K> {
         PreviousItems::compact(OldBlobs::Map(items), &self.codec)
     }
 }
 
 impl<K> ReplaceInPlace<K> for CompactBackend<K> {
-    /// The staged replace (see `relist`) once the dictionary question is settled; a stored
-    /// object that cannot be decoded makes it rebuild instead.
+    /// The staged replace (see `relist`) once the dictionary question is settled.
     fn replace_in_place(
         core: &Core<K, Self>,
         funcs: &IndexerList<K>,
@@ -214,15 +214,7 @@ impl<K> ReplaceInPlace<K> for CompactBackend<K> {
         if core.backend.codec.core().wants_training(objs.len()) {
             return Ok(None);
         }
-        match core.replace_staged(funcs, objs, keep) {
-            Err(e @ IndexerError::Decode { .. }) => {
-                // A stored object is undecodable, so its index entries cannot be found by
-                // value: rebuild everything from the list instead.
-                tracing::warn!(error = %e, "compact indexer: replace rebuilds the indices");
-                Ok(None)
-            }
-            other => other,
-        }
+        core.replace_staged(funcs, objs, keep)
     }
 }
 
@@ -233,8 +225,8 @@ pub(crate) fn recompress<K>(
     codec: &dyn ObjectCodec<K>,
 ) -> Result<(), IndexerError> {
     let mut changed: FastMap<ObjectKey, Blob> = FastMap::default();
-    for (key, blob) in &tables.items {
-        match codec.core().recompress(blob) {
+    for (key, item) in &tables.items {
+        match codec.core().recompress(&item.v) {
             Ok(Some(b)) => {
                 changed.insert(key.clone(), b);
             }
@@ -247,13 +239,13 @@ pub(crate) fn recompress<K>(
             }
         }
     }
-    for (key, blob) in tables.items.iter_mut() {
+    for (key, item) in tables.items.iter_mut() {
         if let Some(b) = changed.get(key.as_str()) {
-            *blob = Arc::clone(b);
+            item.v = Arc::clone(b);
         }
     }
     for index in &mut tables.indices {
-        for set in index.map.values_mut() {
+        for set in index.sets_mut() {
             for (key, blob) in set.iter_mut() {
                 if let Some(b) = changed.get(key.as_str()) {
                     *blob = Arc::clone(b);

@@ -21,14 +21,14 @@
 //!
 //! | | typed | compact |
 //! |---|---|---|
-//! | bench pod (W4, ≈ 290 B of JSON) | ≈ 6,320 B | ≈ 254 B |
+//! | bench pod (W4, ≈ 290 B of JSON) | ≈ 6,340 B | ≈ 275 B |
 //! | realistic pod (W4R, ≈ 7.1 KB of JSON with managedFields) | ≈ 47,500 B | ≈ 573 B |
 //! | `get_by_key` | ≈ 0.2 µs | ≈ 2.8 µs (one decode); ≈ 0.1 µs from the hot cache |
 //! | `get_by_key`, realistic pod | ≈ 0.2 µs | ≈ 40 µs |
 //! | `by_index`, per object returned | ≈ 0.04 µs | ≈ 2.9 µs (one decode each) |
-//! | update | ≈ 4 µs | ≈ 8 µs (encode, decode the old object) |
-//! | relist peak / steady state, unchanged objects | 1.02 | 1.12 |
-//! | relist peak / steady state, every object changed | 1.02 | 1.39 |
+//! | update | ≈ 3 µs | ≈ 4.5 µs (encode; the old object is not decoded) |
+//! | relist peak / steady state, unchanged objects | 1.02 | 1.11 |
+//! | relist peak / steady state, every object changed | 1.02 | 1.33 |
 //!
 //! (Typed relists share the objects with the caller's list, so only the new tables count. A
 //! compact relist is just as atomic but stages only what changed: unchanged objects keep their
