@@ -49,10 +49,9 @@ impl<K> NextPage<K> {
     /// page on the task that awaits [`page`](Self::page). Dropping the `NextPage` aborts
     /// `fetch`; a panic in `fetch` resumes on the awaiting task.
     ///
-    /// This yields once, so that `fetch` starts before the caller goes on (say, decoding the
-    /// previous page): a task spawned on a worker of tokio's multi-thread runtime waits in
-    /// that worker's LIFO slot, which other workers do not steal from, until the spawning
-    /// task yields.
+    /// `fetch` starts while the caller goes on (say, decoding the previous page): on another
+    /// worker of a multi-thread runtime, the caller keeping its own; on a current-thread
+    /// runtime the caller yields once, so that `fetch` runs (and sends its request) first.
     ///
     /// # Panics
     /// Outside a tokio runtime.
@@ -77,7 +76,7 @@ impl<K> NextPage<K> {
             }
         }
         .boxed();
-        tokio::task::yield_now().await;
+        let_it_start().await;
         Self {
             continue_token,
             page,
@@ -98,6 +97,24 @@ impl<K> NextPage<K> {
     /// Dropping the future abandons the request.
     pub async fn page(self) -> Result<PrefetchedPage<K>, ListWatchError> {
         self.page.await
+    }
+}
+
+/// Lets the task just spawned by the calling task start while the caller goes on.
+///
+/// tokio puts a task spawned on a worker of its multi-thread runtime in that worker's LIFO
+/// slot, which the other workers do not steal from: it would wait until the spawning task
+/// returns to the scheduler. Spawning an empty task moves it to the worker's run queue and
+/// wakes an idle worker, which takes it at once, while the caller keeps its worker (a
+/// `yield_now` would instead queue the caller behind whatever else its worker has to run, such
+/// as the consumer of the pages). On a current-thread runtime the caller yields, so that the
+/// spawned task runs first.
+async fn let_it_start() {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::current().runtime_flavor() == RuntimeFlavor::CurrentThread {
+        tokio::task::yield_now().await;
+    } else {
+        drop(tokio::spawn(async {}));
     }
 }
 
