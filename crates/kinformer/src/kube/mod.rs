@@ -346,6 +346,40 @@ impl<K> KubeListerWatcher<K> {
             url: self.request.url_path.clone(),
         }
     }
+
+    /// The body of the list request for `options`: in protobuf first if it
+    /// [asks for it](Self::asks_for_protobuf) (learning from the answer), in JSON otherwise or
+    /// after a 406 or 415. Within the request timeout; independent of `self` once made.
+    fn fetch_list(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<ListBody, ListWatchError>> + Send + use<K> {
+        let raw = self.asks_for_protobuf();
+        #[cfg(feature = "protobuf")]
+        if raw && !crate::cache::meta::is_lazy::<K>() {
+            protobuf::prepare_schema();
+        }
+        let req = raw.then(|| self.list_request_as(options, true));
+        let json_req = self.list_request_as(options, false);
+        let learn = self.learner();
+        let client = self.client.clone();
+        let limit = self.request_timeout;
+        async move {
+            if let Some(req) = req {
+                match within(limit, "list", ListBody::fetch(&client, req?)).await? {
+                    Ok(body) => {
+                        learn.response(&body.content_type);
+                        return Ok(body);
+                    }
+                    Err(e) if refuses_protobuf(&e) => {
+                        learn.no_protobuf(&format!("answered {e}"));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            within(limit, "list", ListBody::fetch(&client, json_req?)).await?
+        }
+    }
 }
 
 /// Records in a request's future what its answer says about the server.
@@ -398,45 +432,8 @@ where
         &self,
         options: &ListOptions,
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
-        let raw = self.asks_for_protobuf();
-        #[cfg(feature = "protobuf")]
-        if raw && !crate::cache::meta::is_lazy::<K>() {
-            protobuf::prepare_schema();
-        }
-        let req = raw.then(|| self.list_request_as(options, true));
-        let json_req = self.list_request_as(options, false);
-        let learn = self.learner();
-        let client = self.client.clone();
-        let limit = self.request_timeout;
-        async move {
-            if let Some(req) = req {
-                let answer = within(limit, "list", async {
-                    let res = send(&client, req?).await?;
-                    let content_type = content_type(&res);
-                    let body = res
-                        .into_body()
-                        .collect_bytes()
-                        .await
-                        .map_err(error::from_kube)?;
-                    Ok::<_, ListWatchError>((content_type, body))
-                })
-                .await?;
-                match answer {
-                    Ok((content_type, body)) => {
-                        learn.response(&content_type);
-                        return decode_list_as::<K>(&content_type, &body);
-                    }
-                    Err(e) if refuses_protobuf(&e) => {
-                        learn.no_protobuf(&format!("answered {e}"));
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            let body = within(limit, "list", client.request_text(json_req?))
-                .await?
-                .map_err(error::from_kube)?;
-            decode::decode_list::<K>(&body)
-        }
+        let fetch = self.fetch_list(options);
+        async move { fetch.await?.decode() }
     }
 
     fn watch(
@@ -546,20 +543,39 @@ fn content_type<B>(res: &http::Response<B>) -> String {
         .to_owned()
 }
 
-/// Decodes a list body by its content type.
-fn decode_list_as<K: DeserializeOwned + 'static>(
-    content_type: &str,
-    body: &[u8],
-) -> Result<ObjectList<K>, ListWatchError> {
-    #[cfg(feature = "protobuf")]
-    if protobuf::is_protobuf(content_type) {
-        return protobuf::decode_list::<K>(body);
+/// A list response's body, not yet decoded.
+struct ListBody {
+    content_type: String,
+    body: bytes::Bytes,
+}
+
+impl ListBody {
+    /// Sends a list request and reads its response's body.
+    async fn fetch(
+        client: &Client,
+        req: http::Request<Vec<u8>>,
+    ) -> Result<ListBody, ListWatchError> {
+        let res = send(client, req).await?;
+        let content_type = content_type(&res);
+        let body = res
+            .into_body()
+            .collect_bytes()
+            .await
+            .map_err(error::from_kube)?;
+        Ok(ListBody { content_type, body })
     }
-    let _ = content_type;
-    let text = std::str::from_utf8(body).map_err(|e| {
-        ListWatchError::Decode(DecodeError::new(format!("list response is not UTF-8: {e}")))
-    })?;
-    decode::decode_list::<K>(text)
+
+    /// The list, decoded by its content type.
+    fn decode<K: DeserializeOwned + 'static>(&self) -> Result<ObjectList<K>, ListWatchError> {
+        #[cfg(feature = "protobuf")]
+        if protobuf::is_protobuf(&self.content_type) {
+            return protobuf::decode_list::<K>(&self.body);
+        }
+        let text = std::str::from_utf8(&self.body).map_err(|e| {
+            ListWatchError::Decode(DecodeError::new(format!("list response is not UTF-8: {e}")))
+        })?;
+        decode::decode_list::<K>(text)
+    }
 }
 
 /// The events of a watch body, by its content type.
