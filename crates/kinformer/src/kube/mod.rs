@@ -21,6 +21,13 @@
 //!   forever: when the server closes a keep-alive connection just as the client queues a
 //!   request on it, the HTTP client can lose the request without completing or failing it.
 //!
+//! **Paged lists overlap** ([`ListerWatcher::list_prefetching`], which the
+//! [`ListPager`](crate::cache::listwatch::ListPager) uses): once a page's body has arrived, the
+//! continue token is read from the list's metadata without decoding the items (in JSON, when
+//! `metadata` comes before `items`, as API servers write it; in protobuf, `ListMeta` is field
+//! 1), the request for the next page is started on a task of its own, and the page is decoded
+//! while the server works on the next one.
+//!
 //! Retry-After comes from the status body's `details.retryAfterSeconds`: kube does not expose
 //! response headers; the API server sets both to the same value.
 //!
@@ -72,14 +79,16 @@ use std::time::Duration;
 
 use ::kube::api::{ListParams, VersionMatch, WatchParams};
 use ::kube::{Api, Client};
-use futures::{StreamExt, TryStreamExt};
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use http_body_util::BodyExt as _;
 use kube_core::{PartialObjectMeta, Request, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::cache::listwatch::{
-    DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList, ResourceVersionMatch,
-    Selectors, TransportErrorKind, WatchEvent, WatchListSupport, WatchOptions, WatchStream,
+    DecodeError, ListOptions, ListWatchError, ListerWatcher, NextPage, ObjectList, PrefetchedPage,
+    ResourceVersionMatch, Selectors, TransportErrorKind, WatchEvent, WatchListSupport,
+    WatchOptions, WatchStream,
 };
 
 /// How long past its `timeoutSeconds` a silent watch is kept open.
@@ -382,6 +391,37 @@ impl<K> KubeListerWatcher<K> {
     }
 }
 
+impl<K> KubeListerWatcher<K>
+where
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
+{
+    /// The page listed with `options`, whose body is `body`; the request for the next page
+    /// is started (on a task of its own) before the page is decoded, if its continue token is
+    /// found without decoding it.
+    fn prefetching(
+        self,
+        options: ListOptions,
+        body: ListBody,
+    ) -> BoxFuture<'static, Result<PrefetchedPage<K>, ListWatchError>> {
+        async move {
+            let next = match body.continue_token() {
+                Some(token) => {
+                    let options = options.next_page(&token);
+                    let fetch = self.fetch_list(&options);
+                    let then = move |body| async move { self.prefetching(options, body?).await };
+                    Some(NextPage::start(token, fetch, then).await)
+                }
+                None => None,
+            };
+            Ok(PrefetchedPage {
+                list: body.decode()?,
+                next,
+            })
+        }
+        .boxed()
+    }
+}
+
 /// Records in a request's future what its answer says about the server.
 struct Learner {
     capabilities: ServerCapabilities,
@@ -434,6 +474,17 @@ where
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
         let fetch = self.fetch_list(options);
         async move { fetch.await?.decode() }
+    }
+
+    /// Once a page's body has arrived, starts the request for the next page on a task of its
+    /// own if the continue token is found without decoding the page, then decodes the page.
+    fn list_prefetching(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<PrefetchedPage<K>, ListWatchError>> + Send {
+        let fetch = self.fetch_list(options);
+        let (lw, options) = (self.clone(), options.clone());
+        async move { lw.prefetching(options, fetch.await?).await }
     }
 
     fn watch(
@@ -563,6 +614,16 @@ impl ListBody {
             .await
             .map_err(error::from_kube)?;
         Ok(ListBody { content_type, body })
+    }
+
+    /// The list's continue token, found without decoding the items (`None` when it is not
+    /// found that way, see [`decode::continue_token_ahead`]).
+    fn continue_token(&self) -> Option<String> {
+        #[cfg(feature = "protobuf")]
+        if protobuf::is_protobuf(&self.content_type) {
+            return protobuf::continue_token_ahead(&self.body);
+        }
+        decode::continue_token_ahead(&self.body)
     }
 
     /// The list, decoded by its content type.
