@@ -35,7 +35,7 @@
 //! [`media`] (JSON, and protobuf for built-in kinds),
 //! [`selector`], [`query`], [`resource`] and [`discovery`], [`status`] (errors), [`faults`],
 //! [`synthetic`] (bench pods), [`table`] (server-side printing for kubectl),
-//! [`namespaces`] (namespaces implied by their objects), [`openapi`] (what kubectl reads
+//! [`namespaces`] (namespaces implied by their objects), [`requests`] (the requests received), [`openapi`] (what kubectl reads
 //! before it creates and applies), [`validate`] (what is refused, and how), [`config`] and
 //! [`server`].
 
@@ -52,6 +52,7 @@ pub mod namespaces;
 pub mod object;
 pub mod openapi;
 pub mod query;
+pub mod requests;
 pub mod resource;
 mod routes;
 pub mod selector;
@@ -68,6 +69,7 @@ pub use audit::{WriteAudit, WriteRecord};
 pub use config::ServerConfig;
 pub use faults::{Fault, FaultRule, Faults, InjectedFault, Target};
 pub use handle::typed_name;
+pub use requests::RequestLog;
 pub use resource::ResourceDef;
 pub use server::{ApiServer, ServerError, TestServer};
 pub use status::ApiError;

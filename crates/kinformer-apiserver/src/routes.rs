@@ -26,6 +26,7 @@ use crate::namespaces;
 use crate::object::StoredObject;
 use crate::openapi;
 use crate::query::{Query, RvMatch};
+use crate::requests::RequestLog;
 use crate::resource::ResourceDef;
 use crate::stats::ServerStats;
 use crate::status::ApiError;
@@ -40,6 +41,7 @@ pub(crate) struct AppState {
     pub store: Store,
     pub faults: Faults,
     pub audit: WriteAudit,
+    pub requests: RequestLog,
     pub config: Arc<ServerConfig>,
     pub stats: Arc<ServerStats>,
 }
@@ -201,9 +203,9 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
     // A watch is subject to every `close_all_watches` made after its request arrived, even one
     // made before its stream starts.
     let closes = st.faults.watch_closes();
-    let faults = st
-        .faults
-        .on_request(kind, &target.def.plural, &format!("{method} {}", req.uri()));
+    let request = format!("{method} {}", req.uri());
+    st.requests.record(&request);
+    let faults = st.faults.on_request(kind, &target.def.plural, &request);
     let mut expire_continue = false;
     for f in &faults {
         match f {

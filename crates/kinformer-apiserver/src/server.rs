@@ -22,6 +22,7 @@ use crate::audit::WriteAudit;
 pub use crate::config::ServerConfig;
 use crate::conn::{self, ConnLimits};
 use crate::faults::Faults;
+use crate::requests::RequestLog;
 use crate::routes::{AppState, handle};
 use crate::stats::ServerStats;
 use crate::store::Store;
@@ -44,6 +45,7 @@ pub struct ApiServer {
     store: Store,
     faults: Faults,
     audit: WriteAudit,
+    requests: RequestLog,
     shutdown: CancellationToken,
     config: Arc<ServerConfig>,
     stats: Arc<ServerStats>,
@@ -93,10 +95,12 @@ impl ApiServer {
         let config = Arc::new(config);
         let stats = Arc::new(ServerStats::default());
         let audit = WriteAudit::default();
+        let requests = RequestLog::default();
         let state = AppState {
             store: store.clone(),
             faults: faults.clone(),
             audit: audit.clone(),
+            requests: requests.clone(),
             config: config.clone(),
             stats: stats.clone(),
         };
@@ -117,6 +121,7 @@ impl ApiServer {
             store,
             faults,
             audit,
+            requests,
             shutdown,
             config,
             stats,
@@ -183,6 +188,11 @@ impl ApiServer {
     /// recorded with its writer (see [`crate::audit`]).
     pub fn audit(&self) -> &WriteAudit {
         &self.audit
+    }
+
+    /// The log of the resource requests received: off until [`RequestLog::enable`].
+    pub fn requests(&self) -> &RequestLog {
+        &self.requests
     }
 
     /// The settings the server runs with.

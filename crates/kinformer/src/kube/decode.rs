@@ -244,6 +244,54 @@ pub(crate) fn decode_list_with<K: DeserializeOwned>(
     Ok(list)
 }
 
+/// The continue token of a JSON list body, read from the list's `metadata` without reading
+/// its items: found when `metadata` comes before `items`, as API servers write a list
+/// (`{"kind":…,"apiVersion":…,"metadata":{…},"items":[…]}`). `None` without a token, when
+/// `items` comes first, or when the body is not a list (its decode reports that).
+pub(crate) fn continue_token_ahead(body: &[u8]) -> Option<String> {
+    let mut metadata = None;
+    let mut de = serde_json::Deserializer::from_slice(body);
+    // The read stops at `metadata` or `items`, so it ends in an error (the rest of the body
+    // is not read); only what it found matters.
+    let _ = serde::de::DeserializeSeed::deserialize(MetadataAhead(&mut metadata), &mut de);
+    metadata?.continue_.filter(|c| !c.is_empty())
+}
+
+/// Reads a list's members up to `metadata` (kept) or `items` (not read).
+struct MetadataAhead<'a>(&'a mut Option<ListMeta>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for MetadataAhead<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for MetadataAhead<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            match &*key {
+                "metadata" => {
+                    *self.0 = Some(map.next_value()?);
+                    return Ok(());
+                }
+                "items" => return Ok(()),
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Converts a `metav1.Status` into an [`ApiStatus`].
 pub(crate) fn api_status(s: &kube_core::Status) -> ApiStatus {
     let (causes, retry_after) = match &s.details {
@@ -370,6 +418,36 @@ mod tests {
 
     use super::*;
     use crate::cache::Lazy;
+
+    #[test]
+    fn the_continue_token_is_read_ahead_of_the_items_only_when_the_metadata_comes_first() {
+        let ahead = |body: &str| continue_token_ahead(body.as_bytes());
+        let first = r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9",
+            "continue":"tok\u0021","remainingItemCount":3},"items":[{"metadata":{"name":"a"}}]}"#;
+        assert_eq!(ahead(first).as_deref(), Some("tok!"));
+        // Not read: what follows the metadata, even broken.
+        assert_eq!(
+            ahead(r#"{"metadata":{"continue":"tok"},"items":[nonsense"#).as_deref(),
+            Some("tok")
+        );
+        for none in [
+            r#"{"items":[],"metadata":{"continue":"tok"}}"#,
+            r#"{"metadata":{"resourceVersion":"9"},"items":[]}"#,
+            r#"{"metadata":{"continue":""},"items":[]}"#,
+            r#"{"kind":"PodList"}"#,
+            r#"{"metadata":{"continue":7}}"#,
+            r#"[{"metadata":{"continue":"tok"}}]"#,
+            "",
+            "\u{ff}",
+        ] {
+            assert_eq!(ahead(none), None, "{none}");
+        }
+        // Every decoder agrees on the token of a list it reads ahead.
+        for &d in JsonDecoder::ALL {
+            let list = decode_list_with::<ConfigMap>(d, first).unwrap();
+            assert_eq!(list.continue_token, ahead(first), "{d:?}");
+        }
+    }
 
     #[test]
     fn a_list_with_one_bad_item_keeps_the_others() {

@@ -21,6 +21,13 @@
 //!   forever: when the server closes a keep-alive connection just as the client queues a
 //!   request on it, the HTTP client can lose the request without completing or failing it.
 //!
+//! **Paged lists overlap** ([`ListerWatcher::list_prefetching`], which the
+//! [`ListPager`](crate::cache::listwatch::ListPager) uses): once a page's body has arrived, the
+//! continue token is read from the list's metadata without decoding the items (in JSON, when
+//! `metadata` comes before `items`, as API servers write it; in protobuf, `ListMeta` is field
+//! 1), the request for the next page is started on a task of its own, and the page is decoded
+//! while the server works on the next one.
+//!
 //! Retry-After comes from the status body's `details.retryAfterSeconds`: kube does not expose
 //! response headers; the API server sets both to the same value.
 //!
@@ -72,14 +79,16 @@ use std::time::Duration;
 
 use ::kube::api::{ListParams, VersionMatch, WatchParams};
 use ::kube::{Api, Client};
-use futures::{StreamExt, TryStreamExt};
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use http_body_util::BodyExt as _;
 use kube_core::{PartialObjectMeta, Request, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::cache::listwatch::{
-    DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList, ResourceVersionMatch,
-    Selectors, TransportErrorKind, WatchEvent, WatchListSupport, WatchOptions, WatchStream,
+    DecodeError, ListOptions, ListWatchError, ListerWatcher, NextPage, ObjectList, PrefetchedPage,
+    ResourceVersionMatch, Selectors, TransportErrorKind, WatchEvent, WatchListSupport,
+    WatchOptions, WatchStream,
 };
 
 /// How long past its `timeoutSeconds` a silent watch is kept open.
@@ -346,6 +355,71 @@ impl<K> KubeListerWatcher<K> {
             url: self.request.url_path.clone(),
         }
     }
+
+    /// The body of the list request for `options`: in protobuf first if it
+    /// [asks for it](Self::asks_for_protobuf) (learning from the answer), in JSON otherwise or
+    /// after a 406 or 415. Within the request timeout; independent of `self` once made.
+    fn fetch_list(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<ListBody, ListWatchError>> + Send + use<K> {
+        let raw = self.asks_for_protobuf();
+        #[cfg(feature = "protobuf")]
+        if raw && !crate::cache::meta::is_lazy::<K>() {
+            protobuf::prepare_schema();
+        }
+        let req = raw.then(|| self.list_request_as(options, true));
+        let json_req = self.list_request_as(options, false);
+        let learn = self.learner();
+        let client = self.client.clone();
+        let limit = self.request_timeout;
+        async move {
+            if let Some(req) = req {
+                match within(limit, "list", ListBody::fetch(&client, req?)).await? {
+                    Ok(body) => {
+                        learn.response(&body.content_type);
+                        return Ok(body);
+                    }
+                    Err(e) if refuses_protobuf(&e) => {
+                        learn.no_protobuf(&format!("answered {e}"));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            within(limit, "list", ListBody::fetch(&client, json_req?)).await?
+        }
+    }
+}
+
+impl<K> KubeListerWatcher<K>
+where
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
+{
+    /// The page listed with `options`, whose body is `body`; the request for the next page
+    /// is started (on a task of its own) before the page is decoded, if its continue token is
+    /// found without decoding it.
+    fn prefetching(
+        self,
+        options: ListOptions,
+        body: ListBody,
+    ) -> BoxFuture<'static, Result<PrefetchedPage<K>, ListWatchError>> {
+        async move {
+            let next = match body.continue_token() {
+                Some(token) => {
+                    let options = options.next_page(&token);
+                    let fetch = self.fetch_list(&options);
+                    let then = move |body| async move { self.prefetching(options, body?).await };
+                    Some(NextPage::start(token, fetch, then).await)
+                }
+                None => None,
+            };
+            Ok(PrefetchedPage {
+                list: body.decode()?,
+                next,
+            })
+        }
+        .boxed()
+    }
 }
 
 /// Records in a request's future what its answer says about the server.
@@ -398,45 +472,19 @@ where
         &self,
         options: &ListOptions,
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
-        let raw = self.asks_for_protobuf();
-        #[cfg(feature = "protobuf")]
-        if raw && !crate::cache::meta::is_lazy::<K>() {
-            protobuf::prepare_schema();
-        }
-        let req = raw.then(|| self.list_request_as(options, true));
-        let json_req = self.list_request_as(options, false);
-        let learn = self.learner();
-        let client = self.client.clone();
-        let limit = self.request_timeout;
-        async move {
-            if let Some(req) = req {
-                let answer = within(limit, "list", async {
-                    let res = send(&client, req?).await?;
-                    let content_type = content_type(&res);
-                    let body = res
-                        .into_body()
-                        .collect_bytes()
-                        .await
-                        .map_err(error::from_kube)?;
-                    Ok::<_, ListWatchError>((content_type, body))
-                })
-                .await?;
-                match answer {
-                    Ok((content_type, body)) => {
-                        learn.response(&content_type);
-                        return decode_list_as::<K>(&content_type, &body);
-                    }
-                    Err(e) if refuses_protobuf(&e) => {
-                        learn.no_protobuf(&format!("answered {e}"));
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            let body = within(limit, "list", client.request_text(json_req?))
-                .await?
-                .map_err(error::from_kube)?;
-            decode::decode_list::<K>(&body)
-        }
+        let fetch = self.fetch_list(options);
+        async move { fetch.await?.decode() }
+    }
+
+    /// Once a page's body has arrived, starts the request for the next page on a task of its
+    /// own if the continue token is found without decoding the page, then decodes the page.
+    fn list_prefetching(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<PrefetchedPage<K>, ListWatchError>> + Send {
+        let fetch = self.fetch_list(options);
+        let (lw, options) = (self.clone(), options.clone());
+        async move { lw.prefetching(options, fetch.await?).await }
     }
 
     fn watch(
@@ -546,20 +594,49 @@ fn content_type<B>(res: &http::Response<B>) -> String {
         .to_owned()
 }
 
-/// Decodes a list body by its content type.
-fn decode_list_as<K: DeserializeOwned + 'static>(
-    content_type: &str,
-    body: &[u8],
-) -> Result<ObjectList<K>, ListWatchError> {
-    #[cfg(feature = "protobuf")]
-    if protobuf::is_protobuf(content_type) {
-        return protobuf::decode_list::<K>(body);
+/// A list response's body, not yet decoded.
+struct ListBody {
+    content_type: String,
+    body: bytes::Bytes,
+}
+
+impl ListBody {
+    /// Sends a list request and reads its response's body.
+    async fn fetch(
+        client: &Client,
+        req: http::Request<Vec<u8>>,
+    ) -> Result<ListBody, ListWatchError> {
+        let res = send(client, req).await?;
+        let content_type = content_type(&res);
+        let body = res
+            .into_body()
+            .collect_bytes()
+            .await
+            .map_err(error::from_kube)?;
+        Ok(ListBody { content_type, body })
     }
-    let _ = content_type;
-    let text = std::str::from_utf8(body).map_err(|e| {
-        ListWatchError::Decode(DecodeError::new(format!("list response is not UTF-8: {e}")))
-    })?;
-    decode::decode_list::<K>(text)
+
+    /// The list's continue token, found without decoding the items (`None` when it is not
+    /// found that way, see [`decode::continue_token_ahead`]).
+    fn continue_token(&self) -> Option<String> {
+        #[cfg(feature = "protobuf")]
+        if protobuf::is_protobuf(&self.content_type) {
+            return protobuf::continue_token_ahead(&self.body);
+        }
+        decode::continue_token_ahead(&self.body)
+    }
+
+    /// The list, decoded by its content type.
+    fn decode<K: DeserializeOwned + 'static>(&self) -> Result<ObjectList<K>, ListWatchError> {
+        #[cfg(feature = "protobuf")]
+        if protobuf::is_protobuf(&self.content_type) {
+            return protobuf::decode_list::<K>(&self.body);
+        }
+        let text = std::str::from_utf8(&self.body).map_err(|e| {
+            ListWatchError::Decode(DecodeError::new(format!("list response is not UTF-8: {e}")))
+        })?;
+        decode::decode_list::<K>(text)
+    }
 }
 
 /// The events of a watch body, by its content type.

@@ -90,6 +90,14 @@ pub fn decode_list<K: DeserializeOwned + 'static>(
     Ok(out)
 }
 
+/// The continue token of a protobuf list body, read from its `ListMeta` (field 1) without
+/// decoding its items. `None` without a token, or when the body is not a list (its decode
+/// reports that).
+pub(crate) fn continue_token_ahead(body: &[u8]) -> Option<String> {
+    let list = RawList::parse(body).ok()?;
+    list.metadata().continue_.clone().filter(|c| !c.is_empty())
+}
+
 /// An empty list of room for `n` items with `meta`'s version and continuation.
 fn object_list<K>(meta: &kinformer_protobuf::ListMeta, n: usize) -> ObjectList<K> {
     let mut out = ObjectList {
@@ -291,6 +299,8 @@ mod tests {
         assert_eq!(out.undecodable.len(), 1);
         assert_eq!(out.undecodable[0].name.as_deref(), Some("bad"));
         assert!(decode_list::<ConfigMap>(b"{}").unwrap_err().is_decode());
+        assert_eq!(continue_token_ahead(&bytes).as_deref(), Some("tok"));
+        assert_eq!(continue_token_ahead(b"{}"), None);
     }
 
     #[test]

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use futures::future::{BoxFuture, FutureExt};
 
 use crate::cache::listwatch::{
-    ListOptions, ListWatchError, ListerWatcher, ObjectList, WatchListSupport, WatchOptions,
-    WatchStream,
+    ListOptions, ListWatchError, ListerWatcher, ObjectList, PrefetchedPage, WatchListSupport,
+    WatchOptions, WatchStream,
 };
 
 /// The object-safe twin of [`ListerWatcher`] (which returns `impl Future`).
@@ -17,6 +17,10 @@ trait DynListerWatcher<K>: Send + Sync + 'static {
         &self,
         options: ListOptions,
     ) -> BoxFuture<'_, Result<ObjectList<K>, ListWatchError>>;
+    fn list_prefetching_boxed(
+        &self,
+        options: ListOptions,
+    ) -> BoxFuture<'_, Result<PrefetchedPage<K>, ListWatchError>>;
     fn watch_boxed(
         &self,
         options: WatchOptions,
@@ -30,6 +34,12 @@ impl<K: 'static, L: ListerWatcher<K>> DynListerWatcher<K> for L {
         options: ListOptions,
     ) -> BoxFuture<'_, Result<ObjectList<K>, ListWatchError>> {
         async move { self.list(&options).await }.boxed()
+    }
+    fn list_prefetching_boxed(
+        &self,
+        options: ListOptions,
+    ) -> BoxFuture<'_, Result<PrefetchedPage<K>, ListWatchError>> {
+        async move { self.list_prefetching(&options).await }.boxed()
     }
     fn watch_boxed(
         &self,
@@ -75,6 +85,13 @@ impl<K: Send + 'static> ListerWatcher<K> for BoxedListerWatcher<K> {
         options: &ListOptions,
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
         self.inner.list_boxed(options.clone())
+    }
+
+    fn list_prefetching(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<PrefetchedPage<K>, ListWatchError>> + Send {
+        self.inner.list_prefetching_boxed(options.clone())
     }
 
     fn watch(

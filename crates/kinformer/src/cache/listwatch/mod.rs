@@ -12,6 +12,7 @@ mod error;
 mod event;
 mod options;
 mod pager;
+mod prefetch;
 mod support;
 
 use std::future::Future;
@@ -26,6 +27,7 @@ pub use error::{
 pub use event::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, ObjectList, WatchEvent};
 pub use options::{ListOptions, ResourceVersionMatch, Selectors, WatchOptions};
 pub use pager::{DEFAULT_PAGE_SIZE, ListPager, Listed, Page, PagedList, Pages};
+pub use prefetch::{NextPage, PrefetchedPage};
 pub use support::WatchListSupport;
 pub(crate) use support::{Gate, WatchListProbe};
 
@@ -37,8 +39,10 @@ pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchErro
 
 /// Lists and watches one kind of object: client-go's `ListerWatcher`.
 ///
-/// Implementations perform exactly one request per call; paging, retries and resource-version
-/// bookkeeping belong to the [`Reflector`](super::reflector::Reflector) and the [`ListPager`].
+/// Implementations perform exactly one request per call, but for
+/// [`list_prefetching`](Self::list_prefetching), which may start one more; paging, retries and
+/// resource-version bookkeeping belong to the [`Reflector`](super::reflector::Reflector) and
+/// the [`ListPager`].
 pub trait ListerWatcher<K>: Send + Sync + 'static {
     /// Lists one page.
     ///
@@ -53,6 +57,28 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
         &self,
         options: &ListOptions,
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send;
+
+    /// Lists one page as [`list`](Self::list) does and, when the page has a continue token,
+    /// may start the request for the next page (with
+    /// [`options.next_page(token)`](ListOptions::next_page)) before decoding this one, so that
+    /// the server works on the next page while this one is decoded. It performs the page's
+    /// request and starts at most one more, which runs until the returned [`NextPage`] is
+    /// awaited or dropped (dropping it abandons the request). The [`ListPager`] calls it.
+    ///
+    /// The default lists the page and starts nothing.
+    ///
+    /// # Errors
+    /// As [`list`](Self::list).
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the page's request and the next page's, if started.
+    fn list_prefetching(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<PrefetchedPage<K>, ListWatchError>> + Send {
+        let list = self.list(options);
+        async move { list.await.map(PrefetchedPage::alone) }
+    }
 
     /// Starts a watch.
     ///
@@ -81,6 +107,13 @@ impl<K, L: ListerWatcher<K>> ListerWatcher<K> for Arc<L> {
         options: &ListOptions,
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
         (**self).list(options)
+    }
+
+    fn list_prefetching(
+        &self,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<PrefetchedPage<K>, ListWatchError>> + Send {
+        (**self).list_prefetching(options)
     }
 
     fn watch(

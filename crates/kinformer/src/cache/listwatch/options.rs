@@ -54,6 +54,20 @@ impl ListOptions {
     pub fn resource_version_str(&self) -> &str {
         self.resource_version.as_deref().unwrap_or("")
     }
+
+    /// The options of the page after one whose continue token is `continue_token`: the same
+    /// limit and selectors, `continue` set, `resourceVersion` and `resourceVersionMatch`
+    /// cleared (the server rejects them together with `continue`).
+    #[must_use]
+    pub fn next_page(&self, continue_token: &str) -> ListOptions {
+        ListOptions {
+            resource_version: None,
+            resource_version_match: None,
+            limit: self.limit,
+            continue_token: Some(continue_token.to_owned()),
+            selectors: self.selectors.clone(),
+        }
+    }
 }
 
 /// Options of one watch request.

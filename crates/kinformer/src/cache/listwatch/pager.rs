@@ -6,15 +6,21 @@
 //!   rejects them together with `continue`).
 //! - If a continue token expires (410 `Expired` on page 2 or later), the pager makes one full,
 //!   unpaginated list at the originally requested version instead.
-//! - [`ListPager::list`] joins the pages; [`ListPager::pages`] hands them over one at a time,
-//!   fetching the next only when asked (the reflector's paged initial list).
+//! - [`ListPager::list`] joins the pages; [`ListPager::pages`] hands them over one at a time
+//!   (the reflector's paged initial list).
+//! - Each page is listed with [`ListerWatcher::list_prefetching`]: a source that supports it
+//!   starts the next page's request before decoding the page, so that the server's work on
+//!   page n+1 overlaps the decoding of page n. The pager uses that request if it continues
+//!   with the page's token (otherwise it is abandoned and the page listed anew), and runs at
+//!   most one page ahead of its caller.
 
 use std::fmt;
 
 use tracing::debug;
 
 use crate::cache::listwatch::{
-    ListOptions, ListWatchError, ListerWatcher, ObjectList, ResourceVersionMatch,
+    ListOptions, ListWatchError, ListerWatcher, NextPage, ObjectList, PrefetchedPage,
+    ResourceVersionMatch,
 };
 
 /// The page size client-go's pager uses.
@@ -125,8 +131,9 @@ impl ListPager {
     }
 
     /// The pages of everything matching `options`, one [`Pages::next`] at a time: a page is
-    /// fetched only when asked for, so the caller can hold the list back. A `limit` in
-    /// `options` overrides the page size.
+    /// fetched when asked for (its request possibly started while the previous one was
+    /// decoded), so the caller can hold the list back. A `limit` in `options` overrides the
+    /// page size.
     pub fn pages<'a, K, L: ListerWatcher<K>>(
         &self,
         lw: &'a L,
@@ -175,6 +182,8 @@ impl<K, L> fmt::Debug for Pages<'_, K, L> {
 enum Next<K> {
     /// Fetch the page `options` describes.
     Page,
+    /// Take the page `options` describes from its request, already under way.
+    Prefetched(NextPage<K>),
     /// Hand over the full list fetched after an expired continue token.
     Full(ObjectList<K>),
     /// Nothing: the list is complete.
@@ -185,6 +194,10 @@ impl<K, L: ListerWatcher<K>> Pages<'_, K, L> {
     /// The next page, `None` once the list is complete (then [`listed`](Self::listed) says
     /// how it ended).
     ///
+    /// While a page is handed over, the request for the one after it may already be under
+    /// way ([`ListerWatcher::list_prefetching`]): the pager runs at most one page ahead of
+    /// its caller.
+    ///
     /// When an expired continue token (410 on page 2 or later) makes the pager fall back to
     /// one full list, this returns [`Page::Restart`] first: the pages so far belong to an
     /// older snapshot than what follows.
@@ -194,51 +207,73 @@ impl<K, L: ListerWatcher<K>> Pages<'_, K, L> {
     /// over then.
     ///
     /// # Cancel safety
-    /// Dropping the future abandons the page being fetched; call again to fetch it again.
+    /// Dropping the future abandons the page being fetched (and the next page's request, if
+    /// started); call again to fetch it again.
     pub async fn next(&mut self) -> Result<Option<Page<K>>, ListWatchError> {
-        match std::mem::replace(&mut self.next, Next::Done) {
-            Next::Done => return Ok(None),
-            Next::Full(full) => return Ok(Some(Page::Items(full))),
-            Next::Page => {}
-        }
-        let page = match self.lw.list(&self.options).await {
-            Ok(page) => page,
-            Err(err) => {
-                let on_continue_page = self.options.continue_token.is_some();
-                if !(self.full_list_if_expired
-                    && on_continue_page
-                    && (err.is_expired() || err.is_gone()))
-                {
-                    return Err(err);
-                }
-                debug!(error = %err, "continue token expired; falling back to a full list");
-                let o = &mut self.options;
-                o.limit = None;
-                o.continue_token = None;
-                o.resource_version = self.requested_rv.clone();
-                o.resource_version_match = self.requested_match;
-                let mut full = match self.lw.list(o).await {
-                    Ok(full) => full,
-                    Err(e) => return Err(e),
-                };
-                full.continue_token = None;
-                self.resource_version = Some(full.resource_version.clone());
-                self.next = Next::Full(full);
-                return Ok(Some(Page::Restart));
+        // `Page` while the page is awaited, so that a dropped call is made again.
+        let fetched = match std::mem::replace(&mut self.next, Next::Page) {
+            Next::Done => {
+                self.next = Next::Done;
+                return Ok(None);
             }
+            Next::Full(full) => {
+                self.next = Next::Done;
+                return Ok(Some(Page::Items(full)));
+            }
+            Next::Page => self.lw.list_prefetching(&self.options).await,
+            Next::Prefetched(next) => next.page().await,
+        };
+        let PrefetchedPage { list: page, next } = match fetched {
+            Ok(fetched) => fetched,
+            Err(err) => return self.expired(err).await,
         };
         if self.resource_version.is_none() {
             self.resource_version = Some(page.resource_version.clone());
         }
-        if let Some(token) = page.continue_token.clone().filter(|t| !t.is_empty()) {
-            let o = &mut self.options;
-            o.continue_token = Some(token);
-            o.resource_version = None;
-            o.resource_version_match = None;
-            self.paginated = true;
-            self.next = Next::Page;
-        }
+        self.next = match page.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            Some(token) => {
+                self.options = self.options.next_page(token);
+                self.paginated = true;
+                // A request made with another token than the page's is abandoned.
+                match next {
+                    Some(next) if next.continue_token() == token => Next::Prefetched(next),
+                    _ => Next::Page,
+                }
+            }
+            None => Next::Done,
+        };
         Ok(Some(Page::Items(page)))
+    }
+
+    /// After the failed request for the page `options` describes: when it is an expired
+    /// continue token and the pager falls back, fetches the full list and returns
+    /// [`Page::Restart`]; otherwise returns the error. The list is over if it fails.
+    async fn expired(&mut self, err: ListWatchError) -> Result<Option<Page<K>>, ListWatchError> {
+        let on_continue_page = self.options.continue_token.is_some();
+        if !(self.full_list_if_expired && on_continue_page && (err.is_expired() || err.is_gone())) {
+            self.next = Next::Done;
+            return Err(err);
+        }
+        debug!(error = %err, "continue token expired; falling back to a full list");
+        let full_list = ListOptions {
+            limit: None,
+            continue_token: None,
+            resource_version: self.requested_rv.clone(),
+            resource_version_match: self.requested_match,
+            selectors: self.options.selectors.clone(),
+        };
+        let mut full = match self.lw.list(&full_list).await {
+            Ok(full) => full,
+            Err(e) => {
+                self.next = Next::Done;
+                return Err(e);
+            }
+        };
+        full.continue_token = None;
+        self.options = full_list;
+        self.resource_version = Some(full.resource_version.clone());
+        self.next = Next::Full(full);
+        Ok(Some(Page::Restart))
     }
 
     /// How the list ended, once [`next`](Self::next) returned `None`.
@@ -277,8 +312,20 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube_core::ObjectMeta;
 
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use futures::FutureExt;
+    use futures::future::BoxFuture;
+    use parking_lot::Mutex;
+    use tokio::sync::oneshot;
+
     use super::*;
-    use crate::cache::listwatch::{ApiStatus, DecodeError, ResourceVersionMatch};
+    use crate::cache::listwatch::{
+        ApiStatus, DecodeError, ResourceVersionMatch, WatchOptions, WatchStream,
+    };
     use crate::cache::testing::FakeListerWatcher;
 
     fn fake(n: usize) -> FakeListerWatcher<ConfigMap> {
@@ -427,5 +474,225 @@ mod tests {
             .unwrap();
         assert_eq!(paged.list.undecodable.len(), 1);
         assert_eq!(paged.list.items.len(), 3);
+    }
+
+    /// A source that starts the next page's request before handing over a page, as the
+    /// kube source does. With `hang` set, such a request never completes; each hanging one
+    /// holds a sender whose receiver (in `hanging`) learns when it is dropped.
+    #[derive(Clone)]
+    struct Prefetching {
+        lw: FakeListerWatcher<ConfigMap>,
+        /// Label each request with another token than the page's.
+        wrong_token: bool,
+        hang: Arc<AtomicBool>,
+        hanging: Arc<Mutex<Vec<oneshot::Receiver<()>>>>,
+    }
+
+    impl Prefetching {
+        fn new(lw: FakeListerWatcher<ConfigMap>) -> Self {
+            Self {
+                lw,
+                wrong_token: false,
+                hang: Arc::default(),
+                hanging: Arc::default(),
+            }
+        }
+
+        /// The page listed with `options`, the next page's request started.
+        fn prefetched(
+            self,
+            options: ListOptions,
+            list: Result<ObjectList<ConfigMap>, ListWatchError>,
+        ) -> BoxFuture<'static, Result<PrefetchedPage<ConfigMap>, ListWatchError>> {
+            async move {
+                let list = list?;
+                let Some(token) = list.continue_token.clone() else {
+                    return Ok(PrefetchedPage::alone(list));
+                };
+                let next = options.next_page(&token);
+                let (lw, hanging) = (self.lw.clone(), self.hang.load(Ordering::SeqCst));
+                let guard = hanging.then(|| {
+                    let (tx, rx) = oneshot::channel::<()>();
+                    self.hanging.lock().push(rx);
+                    tx
+                });
+                let request = next.clone();
+                let fetch = async move {
+                    if let Some(_guard) = guard {
+                        std::future::pending::<()>().await;
+                    }
+                    lw.list(&request).await
+                };
+                let label = if self.wrong_token {
+                    format!("{token}-other")
+                } else {
+                    token
+                };
+                let then = move |page| self.prefetched(next, page);
+                Ok(PrefetchedPage {
+                    list,
+                    next: Some(NextPage::start(label, fetch, then).await),
+                })
+            }
+            .boxed()
+        }
+    }
+
+    impl ListerWatcher<ConfigMap> for Prefetching {
+        fn list(
+            &self,
+            options: &ListOptions,
+        ) -> impl Future<Output = Result<ObjectList<ConfigMap>, ListWatchError>> + Send {
+            self.lw.list(options)
+        }
+
+        fn list_prefetching(
+            &self,
+            options: &ListOptions,
+        ) -> impl Future<Output = Result<PrefetchedPage<ConfigMap>, ListWatchError>> + Send
+        {
+            let (this, options) = (self.clone(), options.clone());
+            async move {
+                let list = this.lw.list(&options).await;
+                this.prefetched(options, list).await
+            }
+        }
+
+        fn watch(
+            &self,
+            options: &WatchOptions,
+        ) -> impl Future<Output = Result<WatchStream<ConfigMap>, ListWatchError>> + Send {
+            self.lw.watch(options)
+        }
+    }
+
+    fn items(page: Option<Page<ConfigMap>>) -> Vec<String> {
+        match page {
+            Some(Page::Items(list)) => names(&list),
+            other => panic!("expected a page, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn prefetched_pages_are_the_pages_listed_one_by_one() {
+        let (plain, prefetching) = (fake(7), Prefetching::new(fake(7)));
+        let options = ListOptions {
+            resource_version: Some("0".into()),
+            resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+            ..ListOptions::default()
+        };
+        let mut pages = ListPager::new(3).pages(&prefetching, options.clone());
+        assert_eq!(items(pages.next().await.unwrap()).len(), 3);
+        assert_eq!(
+            prefetching.lw.list_calls().len(),
+            2,
+            "the second page was requested before the first was handed over"
+        );
+        drop(pages);
+        let expected = ListPager::new(3)
+            .list(&plain, options.clone())
+            .await
+            .unwrap();
+        let before = prefetching.lw.list_calls().len();
+        let got = ListPager::new(3).list(&prefetching, options).await.unwrap();
+        assert_eq!(names(&got.list), names(&expected.list));
+        assert_eq!(got.list.resource_version, expected.list.resource_version);
+        assert_eq!(got.paginated, expected.paginated);
+        assert_eq!(
+            prefetching.lw.list_calls()[before..],
+            plain.list_calls()[..]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_prefetched_request_for_another_token_is_abandoned() {
+        let mut prefetching = Prefetching::new(fake(5));
+        prefetching.wrong_token = true;
+        prefetching.hang.store(true, Ordering::SeqCst);
+        let paged = ListPager::new(2)
+            .list(&prefetching, ListOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            names(&paged.list),
+            names(&fake(5).list(&ListOptions::default()).await.unwrap())
+        );
+        let hanging = std::mem::take(&mut *prefetching.hanging.lock());
+        assert_eq!(hanging.len(), 2, "one for each continued page");
+        for dropped in hanging {
+            assert!(dropped.await.is_err(), "the request was abandoned");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_expired_continue_token_of_a_prefetched_request_falls_back_to_a_full_list() {
+        let prefetching = Prefetching::new(fake(5));
+        prefetching.lw.push_list_ok();
+        prefetching
+            .lw
+            .push_list_error(ApiStatus::expired("continue expired"));
+        let mut pages = ListPager::new(2).pages(&prefetching, ListOptions::default());
+        assert_eq!(items(pages.next().await.unwrap()).len(), 2);
+        assert!(matches!(pages.next().await, Ok(Some(Page::Restart))));
+        assert_eq!(items(pages.next().await.unwrap()).len(), 5);
+        assert!(pages.next().await.unwrap().is_none());
+        let calls = prefetching.lw.list_calls();
+        assert_eq!(calls.len(), 3);
+        assert!(calls[1].continue_token.is_some());
+        assert_eq!(
+            (calls[2].limit, calls[2].continue_token.as_deref()),
+            (None, None)
+        );
+    }
+
+    #[tokio::test]
+    async fn the_error_of_a_prefetched_request_is_the_error_of_a_plain_one() {
+        let (plain, prefetching) = (fake(5), Prefetching::new(fake(5)));
+        for lw in [&plain, &prefetching.lw] {
+            lw.push_list_ok();
+            lw.push_list_error(ApiStatus::internal_error("boom"));
+        }
+        let expected = ListPager::new(2)
+            .list(&plain, ListOptions::default())
+            .await
+            .unwrap_err();
+        let got = ListPager::new(2)
+            .list(&prefetching, ListOptions::default())
+            .await
+            .unwrap_err();
+        assert!(got.is_internal_error());
+        assert_eq!(got, expected);
+    }
+
+    #[tokio::test]
+    async fn dropping_the_pages_aborts_the_prefetched_request() {
+        let prefetching = Prefetching::new(fake(5));
+        prefetching.hang.store(true, Ordering::SeqCst);
+        let mut pages = ListPager::new(2).pages(&prefetching, ListOptions::default());
+        assert_eq!(items(pages.next().await.unwrap()).len(), 2);
+        let hanging = std::mem::take(&mut *prefetching.hanging.lock());
+        assert_eq!(hanging.len(), 1);
+        drop(pages);
+        for dropped in hanging {
+            let dropped = tokio::time::timeout(Duration::from_secs(30), dropped).await;
+            assert!(matches!(dropped, Ok(Err(_))), "the request was aborted");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dropped_call_is_made_again() {
+        let prefetching = Prefetching::new(fake(5));
+        prefetching.hang.store(true, Ordering::SeqCst);
+        let mut pages = ListPager::new(2).pages(&prefetching, ListOptions::default());
+        assert_eq!(items(pages.next().await.unwrap()), ["cm-000", "cm-001"]);
+        assert!(pages.next().now_or_never().is_none(), "the request hangs");
+        prefetching.hang.store(false, Ordering::SeqCst);
+        assert_eq!(items(pages.next().await.unwrap()), ["cm-002", "cm-003"]);
+        assert_eq!(items(pages.next().await.unwrap()), ["cm-004"]);
+        assert!(pages.next().await.unwrap().is_none());
+        let hanging = std::mem::take(&mut *prefetching.hanging.lock());
+        for dropped in hanging {
+            assert!(dropped.await.is_err());
+        }
     }
 }
