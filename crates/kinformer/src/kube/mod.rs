@@ -356,6 +356,17 @@ impl<K> KubeListerWatcher<K> {
         }
     }
 
+    /// Whether to ask for protobuf; if so, and objects are decoded in full, the schema is
+    /// built meanwhile.
+    fn protobuf_prepared(&self) -> bool {
+        let raw = self.asks_for_protobuf();
+        #[cfg(feature = "protobuf")]
+        if raw && !crate::cache::meta::is_lazy::<K>() {
+            protobuf::prepare_schema();
+        }
+        raw
+    }
+
     /// The body of the list request for `options`: in protobuf first if it
     /// [asks for it](Self::asks_for_protobuf) (learning from the answer), in JSON otherwise or
     /// after a 406 or 415. Within the request timeout; independent of `self` once made.
@@ -363,11 +374,7 @@ impl<K> KubeListerWatcher<K> {
         &self,
         options: &ListOptions,
     ) -> impl Future<Output = Result<ListBody, ListWatchError>> + Send + use<K> {
-        let raw = self.asks_for_protobuf();
-        #[cfg(feature = "protobuf")]
-        if raw && !crate::cache::meta::is_lazy::<K>() {
-            protobuf::prepare_schema();
-        }
+        let raw = self.protobuf_prepared();
         let req = raw.then(|| self.list_request_as(options, true));
         let json_req = self.list_request_as(options, false);
         let learn = self.learner();
@@ -491,11 +498,7 @@ where
         &self,
         options: &WatchOptions,
     ) -> impl Future<Output = Result<WatchStream<K>, ListWatchError>> + Send {
-        let raw = self.asks_for_protobuf();
-        #[cfg(feature = "protobuf")]
-        if raw && !crate::cache::meta::is_lazy::<K>() {
-            protobuf::prepare_schema();
-        }
+        let raw = self.protobuf_prepared();
         let req = raw.then(|| self.watch_request_as(options, true));
         let json_req = self.watch_request_as(options, false);
         let learn = self.learner();
