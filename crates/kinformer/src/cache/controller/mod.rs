@@ -4,5 +4,6 @@
 mod process;
 mod process_loop;
 
+pub(crate) use process::apply_deltas;
 pub use process::process_deltas;
 pub(crate) use process_loop::{ProcessLoop, SyncingSink};

@@ -7,7 +7,7 @@ use kube_core::Resource;
 
 use crate::cache::fifo::Delta;
 use crate::cache::meta::{DeletedFinalStateUnknown, DeletedObject, ObjectKey, meta_namespace_key};
-use crate::cache::processor::Notification;
+use crate::cache::processor::{Notification, is_sync};
 use crate::cache::store::{Indexer, IndexerError};
 
 /// Applies `deltas` (oldest first) to `indexer` and calls `handler` once per resulting
@@ -51,6 +51,18 @@ pub fn process_deltas<K: Resource>(
     is_in_initial_list: bool,
     handler: &mut dyn FnMut(Notification<K>),
 ) -> Result<(), IndexerError> {
+    apply_deltas(indexer, deltas, is_in_initial_list, &mut |n, _| handler(n))
+}
+
+/// [`process_deltas`], telling `handler` with each notification whether it is a sync: as the
+/// indexer decided it for an upsert (in compact storage without decoding the old object's
+/// metadata), else from the objects.
+pub(crate) fn apply_deltas<K: Resource>(
+    indexer: &Indexer<K>,
+    deltas: Vec<Delta<K>>,
+    is_in_initial_list: bool,
+    handler: &mut dyn FnMut(Notification<K>, bool),
+) -> Result<(), IndexerError> {
     let mut first_err = None;
     for delta in deltas {
         if let Err(e) = apply_one(indexer, delta, is_in_initial_list, handler) {
@@ -68,16 +80,20 @@ fn upsert<K: Resource>(
     indexer: &Indexer<K>,
     obj: Arc<K>,
     is_in_initial_list: bool,
-    handler: &mut dyn FnMut(Notification<K>),
+    handler: &mut dyn FnMut(Notification<K>, bool),
 ) -> Result<(), IndexerError> {
     let up = indexer.upsert(obj)?;
-    handler(match up.old {
-        Some(old) => Notification::Update { old, new: up.new },
-        None => Notification::Add {
-            obj: up.new,
-            is_in_initial_list,
-        },
-    });
+    let sync = up.is_sync();
+    match up.old {
+        Some(old) => handler(Notification::Update { old, new: up.new }, sync),
+        None => handler(
+            Notification::Add {
+                obj: up.new,
+                is_in_initial_list,
+            },
+            false,
+        ),
+    }
     Ok(())
 }
 
@@ -85,7 +101,7 @@ fn apply_one<K: Resource>(
     indexer: &Indexer<K>,
     delta: Delta<K>,
     is_in_initial_list: bool,
-    handler: &mut dyn FnMut(Notification<K>),
+    handler: &mut dyn FnMut(Notification<K>, bool),
 ) -> Result<(), IndexerError> {
     match delta {
         Delta::Added(o) | Delta::Updated(o) | Delta::Replaced(o) | Delta::Sync(o) => {
@@ -100,7 +116,7 @@ fn apply_one<K: Resource>(
                     indexer.delete_by_key(t.key.as_str())?;
                 }
             }
-            handler(Notification::Delete(d));
+            handler(Notification::Delete(d), false);
             Ok(())
         }
         Delta::ReplacedAll { objects, .. } => {
@@ -118,7 +134,7 @@ fn apply_one<K: Resource>(
             for key in vanished {
                 if let Some(obj) = old.remove(key.as_str()) {
                     let tomb = DeletedFinalStateUnknown { key, obj };
-                    handler(Notification::Delete(DeletedObject::Tombstone(tomb)));
+                    handler(Notification::Delete(DeletedObject::Tombstone(tomb)), false);
                 }
             }
             // The objects as stored, not re-read: in compact mode a read would decode a copy.
@@ -130,22 +146,25 @@ fn apply_one<K: Resource>(
                 } else {
                     old.old_for(key.as_str(), &new)
                 };
-                handler(match prev {
+                let n = match prev {
                     Some(prev) => Notification::Update { old: prev, new },
                     None => Notification::Add {
                         obj: new,
                         is_in_initial_list,
                     },
-                });
+                };
+                let sync = is_sync(&n);
+                handler(n, sync);
             }
             Ok(())
         }
         Delta::SyncAll => {
             for obj in indexer.list() {
-                handler(Notification::Update {
+                let update = Notification::Update {
                     old: Arc::clone(&obj),
                     new: obj,
-                });
+                };
+                handler(update, true);
             }
             Ok(())
         }

@@ -25,9 +25,7 @@ pub(crate) use listener::{Consumer, ProcessorListener};
 pub use notification::Notification;
 pub use registration::ResourceEventHandlerRegistration;
 pub(crate) use resync::{ResyncPeriods, determine_resync_period, plan_handler_resync};
-pub(crate) use shared_processor::SharedProcessor;
-#[cfg(test)]
-use shared_processor::is_sync;
+pub(crate) use shared_processor::{SharedProcessor, is_sync};
 
 #[cfg(test)]
 mod tests;

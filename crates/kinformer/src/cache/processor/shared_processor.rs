@@ -207,13 +207,29 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
 
     /// Hands `notifications` (in order) to every listener, as [`distribute`](Self::distribute)
     /// would one by one, with one buffer lock and one wake-up per listener: the process loop
-    /// hands over each popped batch this way. Sync notifications go only to the listeners
-    /// due for a resync.
+    /// hands over each popped batch this way (through `distribute_marked`). Sync notifications
+    /// go only to the listeners due for a resync.
+    #[cfg(test)]
     pub fn distribute_all(&self, notifications: Vec<Notification<K>>)
     where
         K: Resource,
     {
-        if notifications.is_empty() {
+        self.distribute_marked(
+            notifications
+                .into_iter()
+                .map(|n| {
+                    let sync = is_sync(&n);
+                    (n, sync)
+                })
+                .collect(),
+        );
+    }
+
+    /// As [`distribute_all`](Self::distribute_all), with each notification's sync mark
+    /// decided by the caller (the process loop has it from the indexer, which in compact
+    /// storage decides it without reading the old object's metadata).
+    pub(crate) fn distribute_marked(&self, batch: Vec<(Notification<K>, bool)>) {
+        if batch.is_empty() {
             return;
         }
         let st = self.state.read();
@@ -223,15 +239,20 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
         for listener in rest {
             let syncing = listener.is_syncing();
             listener.add_all(
-                notifications
+                batch
                     .iter()
-                    .filter(|n| syncing || !is_sync(n))
-                    .cloned(),
+                    .filter(|(_, sync)| syncing || !sync)
+                    .map(|(n, _)| n.clone()),
             );
         }
         // The last one takes the originals: one clone fewer per notification.
         let syncing = last.is_syncing();
-        last.add_all(notifications.into_iter().filter(|n| syncing || !is_sync(n)));
+        last.add_all(
+            batch
+                .into_iter()
+                .filter(|(_, sync)| syncing || !sync)
+                .map(|(n, _)| n),
+        );
     }
 
     /// Marks which listeners are due for a resync at `now` (client-go's `shouldResync`): due

@@ -13,12 +13,18 @@ use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
 
+use kube_core::Resource;
 use parking_lot::RwLock;
 
 use super::error::IndexerError;
 use super::tables::{Item, State, Stored, Tables};
 use super::{EntrySet, FastMap, PreviousItems};
 use crate::cache::meta::ObjectKey;
+
+/// `obj`'s resourceVersion (empty when absent, as client-go reads it).
+pub(super) fn version_of<K: Resource>(obj: &K) -> &str {
+    obj.meta().resource_version.as_deref().unwrap_or_default()
+}
 
 /// The previous content of a replace and, when asked for, the objects as stored.
 pub(super) type Replaced<K> = (PreviousItems<K>, Vec<Arc<K>>);
@@ -89,8 +95,15 @@ pub(super) trait Backend<K>: Sized {
     /// are [`same`](Self::same) (compact: keep the stored bytes rather than a copy).
     const SHARE_EQUAL: bool;
 
-    /// The value to keep for `obj` under `key`.
-    fn store(&self, key: &ObjectKey, obj: &Arc<K>) -> Result<Self::V, IndexerError>;
+    /// The value to keep for `obj`, whose resourceVersion is `version`, under `key`.
+    fn store(&self, key: &ObjectKey, obj: &Arc<K>, version: &str) -> Result<Self::V, IndexerError>;
+
+    /// The resourceVersion of the object `v` stands for, if the storage keeps it apart from
+    /// the object (compact: in the blob's header), so that it can be compared without a
+    /// decode; `None` where reading it from the object is as cheap (typed) or not kept.
+    fn stored_version(_v: &Self::V) -> Option<&str> {
+        None
+    }
 
     /// True if `stored` stands for the very object `new` does (so writing `new` would change
     /// nothing, index values included).

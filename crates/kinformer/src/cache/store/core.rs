@@ -6,7 +6,7 @@ use std::sync::Arc;
 use kube_core::Resource;
 use parking_lot::{Mutex, RwLock};
 
-use super::backend::{Backend, Entries, ReadError, SetOf, Via};
+use super::backend::{Backend, Entries, ReadError, SetOf, Via, version_of};
 use super::error::IndexerError;
 use super::scratch::with_scratch;
 use super::tables::{State, Stored, Tables, compute_values_into, sorted};
@@ -107,7 +107,7 @@ where
             Some(found) => found,
             None => (meta_namespace_key(obj.as_ref())?, None),
         };
-        let v = self.backend.store(&key, &obj)?;
+        let v = self.backend.store(&key, &obj, version_of(obj.as_ref()))?;
         if let Some(stored) = stored.as_ref().filter(|o| B::same(o, &v)) {
             // The stored object is `obj` (typed: the same `Arc`; compact: the same bytes,
             // nothing to decode), and so are its index values: nothing changes.
@@ -115,6 +115,7 @@ where
             return Ok(Upserted {
                 old: Some(Arc::clone(&obj)),
                 new: obj,
+                same_version: true,
             });
         }
         let old = match &stored {
@@ -122,6 +123,13 @@ where
             Some(o) if want_old => Some(self.object_of(&key, o, Via::Peek)?),
             Some(o) => self.backend.at_no_cost(o),
             None => None,
+        };
+        // From the version kept beside the stored object where there is one: in compact
+        // storage the old object's metadata is then never parsed.
+        let same_version = match (stored.as_ref().and_then(B::stored_version), &old) {
+            (Some(version), _) => version == version_of(obj.as_ref()),
+            (None, Some(old)) => version_of(old.as_ref()) == version_of(obj.as_ref()),
+            (None, None) => false,
         };
         // Only the new object's index values are computed (without the lock); the stored
         // ones are kept beside the old object.
@@ -134,7 +142,11 @@ where
         self.backend.cache(&key, &v, &obj);
         drop(v);
         self.backend.written(&self.state)?;
-        Ok(Upserted { old, new: obj })
+        Ok(Upserted {
+            old,
+            new: obj,
+            same_version,
+        })
     }
 
     /// See [`Indexer::delete_by_key`](super::Indexer::delete_by_key): its index entries are

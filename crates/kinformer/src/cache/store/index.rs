@@ -291,7 +291,8 @@ impl<S> IndexValues<S> {
         self.ids.clear();
     }
 
-    /// The values of index `i`.
+    /// The values of index `i` (read by the compact relist).
+    #[cfg(feature = "compact")]
     pub(crate) fn get(&self, i: usize) -> &[S] {
         group(&self.values, &self.ends, i)
     }

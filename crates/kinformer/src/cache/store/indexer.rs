@@ -29,6 +29,19 @@ pub struct Upserted<K> {
     pub old: Option<Arc<K>>,
     /// The object now stored (after the transform, if any).
     pub new: Arc<K>,
+    /// `old` carries `new`'s resourceVersion (decided without decoding `old` in compact
+    /// storage, which keeps each object's resourceVersion beside its bytes).
+    pub(crate) same_version: bool,
+}
+
+impl<K> Upserted<K> {
+    /// True if there was an old object and it carries the same resourceVersion as the new
+    /// one (both absent counts as equal, as client-go compares empty strings): the update is
+    /// a *sync* (a resync, or a relist that found the object unchanged), which the shared
+    /// processor hands only to the listeners due for a resync.
+    pub fn is_sync(&self) -> bool {
+        self.same_version
+    }
 }
 
 /// A thread-safe, indexed object cache keyed by `namespace/name`: client-go's `Indexer`.

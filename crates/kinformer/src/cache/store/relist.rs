@@ -23,7 +23,7 @@ use std::sync::Arc;
 use kube_core::Resource;
 
 use crate::cache::meta::ObjectKey;
-use crate::cache::store::backend::{Backend, Replaced};
+use crate::cache::store::backend::{Backend, Replaced, version_of};
 use crate::cache::store::compact::CompactBackend;
 use crate::cache::store::core::Core;
 use crate::cache::store::staged::{
@@ -144,7 +144,7 @@ impl<K: Resource> Core<K, CompactBackend<K>> {
         let mut stored_objs = Vec::with_capacity(if keep { objs.len() } else { 0 });
         for (pos, obj) in objs.iter().enumerate() {
             let (key, obj) = self.prepare(Arc::clone(obj))?;
-            let blob = self.backend.store(&key, &obj)?;
+            let blob = self.backend.store(&key, &obj, version_of(obj.as_ref()))?;
             let stored = self.state.read().tables.stored(key.as_str());
             let pos = pos as u32;
             let record = match stored {

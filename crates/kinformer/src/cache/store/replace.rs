@@ -5,7 +5,7 @@ use std::sync::Arc;
 use kube_core::Resource;
 
 use super::IndexValues;
-use super::backend::{Backend, Entries, Replaced, SetOf};
+use super::backend::{Backend, Entries, Replaced, SetOf, version_of};
 use super::core::Core;
 use super::error::IndexerError;
 use super::tables::{IndexerList, Tables, compute_values_into};
@@ -70,7 +70,7 @@ where
         for (n, obj) in objs.into_iter().enumerate() {
             self.backend.rebuilding(&mut tables, n, total)?;
             let (key, obj) = self.prepare(obj)?;
-            let mut v = self.backend.store(&key, &obj)?;
+            let mut v = self.backend.store(&key, &obj, version_of(obj.as_ref()))?;
             if B::SHARE_EQUAL {
                 let s = self.state.read();
                 let stored = s.tables.items.get(key.as_str()).map(|i| &i.v);

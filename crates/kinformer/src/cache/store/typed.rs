@@ -25,7 +25,12 @@ impl<K> Backend<K> for TypedBackend {
     /// An equal typed value is the very same `Arc`: nothing to share.
     const SHARE_EQUAL: bool = false;
 
-    fn store(&self, _key: &ObjectKey, obj: &Arc<K>) -> Result<Arc<K>, IndexerError> {
+    fn store(
+        &self,
+        _key: &ObjectKey,
+        obj: &Arc<K>,
+        _version: &str,
+    ) -> Result<Arc<K>, IndexerError> {
         Ok(Arc::clone(obj))
     }
 

@@ -17,6 +17,11 @@
 //!   for one notification, so they share that decode.
 //! - **Errors surface when read**: a body whose metadata parses but whose rest is not a valid
 //!   `K` is stored and delivered; [`Lazy::object`] returns the [`DecodeError`] (with the name).
+//! - **Read back from compact storage, parsed only if read**: a `Lazy` decoded from stored
+//!   bytes (a lister read, the old object of an update) parses its metadata on first access;
+//!   the handler of an update that reads only `new` never parses `old`. (Stored bytes were
+//!   checked when they arrived; corrupt ones read as empty metadata, logged, and fail
+//!   [`Lazy::object`].)
 //! - **Metadata edits are kept**: a change made through `meta_mut` (e.g. by a transform) is
 //!   written into the body for the view's fields before the body is decoded or stored.
 //!
@@ -85,7 +90,9 @@ pub(crate) fn is_lazy<T: ?Sized>() -> bool {
 /// assert!(pod.is_decoded());
 /// ```
 pub struct Lazy<K> {
-    meta: ObjectMeta,
+    /// Parsed on arrival; for a `Lazy` read back from storage, on first access (the stored
+    /// body was checked when it arrived).
+    meta: OnceLock<ObjectMeta>,
     /// The body as it arrived.
     body: Body,
     /// Set by `meta_mut`: `meta` may differ from the metadata in `raw`.
@@ -155,7 +162,7 @@ impl<K> Lazy<K> {
 
     fn with(meta: ObjectMeta, body: Body) -> Self {
         Lazy {
-            meta,
+            meta: OnceLock::from(meta),
             body,
             meta_changed: false,
             decoded: OnceLock::new(),
@@ -163,8 +170,8 @@ impl<K> Lazy<K> {
         }
     }
 
-    /// A body's bytes as a binary format stores them: JSON text, or an enveloped protobuf
-    /// object (told apart by its `k8s\0` prefix).
+    /// A body's bytes as they came off the wire: JSON text, or an enveloped protobuf object
+    /// (told apart by its `k8s\0` prefix); the metadata is parsed now.
     fn from_bytes(bytes: Vec<u8>) -> Result<Self, String> {
         #[cfg(feature = "protobuf")]
         if bytes.starts_with(&kinformer_protobuf::MAGIC) {
@@ -175,6 +182,65 @@ impl<K> Lazy<K> {
         }
         let json = String::from_utf8(bytes).map_err(|e| e.to_string())?;
         Self::from_body(json.into_boxed_str()).map_err(|e| e.to_string())
+    }
+
+    /// A body's bytes as a binary format stored them (compact storage): the metadata is
+    /// parsed when first read. These are the bytes of a `Lazy` whose metadata parsed when it
+    /// arrived, and a reader that does not look at them (the old object of most updates)
+    /// costs no parse.
+    fn from_stored_bytes(bytes: Vec<u8>) -> Result<Self, String> {
+        #[cfg(feature = "protobuf")]
+        if bytes.starts_with(&kinformer_protobuf::MAGIC) {
+            return Ok(Self::unparsed(Body::Protobuf(bytes.into_boxed_slice())));
+        }
+        if bytes.starts_with(b"k8s\0") {
+            return Err("a protobuf body, but the protobuf feature is off".into());
+        }
+        if !bytes.trim_ascii_start().starts_with(b"{") {
+            return Err("expected a JSON object".into());
+        }
+        let json = String::from_utf8(bytes).map_err(|e| e.to_string())?;
+        Ok(Self::unparsed(Body::Json(json.into_boxed_str())))
+    }
+
+    fn unparsed(body: Body) -> Self {
+        Lazy {
+            meta: OnceLock::new(),
+            body,
+            meta_changed: false,
+            decoded: OnceLock::new(),
+            _k: PhantomData,
+        }
+    }
+
+    /// True once the metadata is parsed (at arrival, or at the first read of a stored body).
+    #[cfg(test)]
+    pub(crate) fn meta_parsed(&self) -> bool {
+        self.meta.get().is_some()
+    }
+
+    /// The metadata, parsed from the body on first access.
+    fn view(&self) -> &ObjectMeta {
+        self.meta.get_or_init(|| self.parse_meta())
+    }
+
+    /// Parses the body's metadata. Only bodies read back from storage come here, which parsed
+    /// when they arrived; should one not (corrupt stored bytes), the error is logged and the
+    /// metadata is empty, so the object has no key and every keyed use reports it.
+    fn parse_meta(&self) -> ObjectMeta {
+        let parsed = match &self.body {
+            Body::Json(raw) => meta::from_json::<Envelope>(raw)
+                .map(|e| e.metadata.into())
+                .map_err(|e| e.to_string()),
+            #[cfg(feature = "protobuf")]
+            Body::Protobuf(bytes) => kinformer_protobuf::object_meta(bytes)
+                .map(meta::from_protobuf)
+                .map_err(|e| e.to_string()),
+        };
+        parsed.unwrap_or_else(|error| {
+            tracing::error!(%error, body_len = self.body.len(), "stored object: its metadata does not parse");
+            ObjectMeta::default()
+        })
     }
 
     /// True if the body is Kubernetes protobuf (and no metadata edit has been made since).
@@ -231,10 +297,11 @@ impl<K> Lazy<K> {
         for k in VIEW_KEYS {
             meta.remove(*k);
         }
-        if let serde_json::Value::Object(view) = serde_json::to_value(MetaView::from(&self.meta))? {
+        if let serde_json::Value::Object(view) = serde_json::to_value(MetaView::from(self.view()))?
+        {
             meta.extend(view);
         }
-        if let Some(mf) = &self.meta.managed_fields {
+        if let Some(mf) = &self.view().managed_fields {
             meta.insert("managedFields".to_owned(), serde_json::to_value(mf)?);
         }
         body.insert("metadata".to_owned(), serde_json::Value::Object(meta));
@@ -264,7 +331,7 @@ impl<K: DeserializeOwned> Lazy<K> {
             .get_or_init(|| {
                 FULL_DECODES.fetch_add(1, Ordering::Relaxed);
                 let decode_error = |e: serde_json::Error| DecodeError {
-                    name: self.meta.name.clone(),
+                    name: self.view().name.clone(),
                     message: e.to_string(),
                 };
                 #[cfg(feature = "protobuf")]
@@ -272,7 +339,7 @@ impl<K: DeserializeOwned> Lazy<K> {
                     return kinformer_protobuf::from_slice::<K>(bytes)
                         .map(Arc::new)
                         .map_err(|e| DecodeError {
-                            name: self.meta.name.clone(),
+                            name: self.view().name.clone(),
                             message: e.to_string(),
                         });
                 }
@@ -330,9 +397,9 @@ impl<K> PartialEq for Lazy<K> {
 impl<K> fmt::Debug for Lazy<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lazy")
-            .field("namespace", &self.meta.namespace)
-            .field("name", &self.meta.name)
-            .field("resource_version", &self.meta.resource_version)
+            .field("namespace", &self.view().namespace)
+            .field("name", &self.view().name)
+            .field("resource_version", &self.view().resource_version)
             .field("body_len", &self.body.len())
             .field("protobuf", &self.is_protobuf())
             .field("decoded", &self.is_decoded())
@@ -359,15 +426,23 @@ impl<K: Resource> Resource for Lazy<K> {
     fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
         K::plural(dt)
     }
+    /// The metadata view (parsed on first access for an object read back from compact
+    /// storage).
     fn meta(&self) -> &ObjectMeta {
-        &self.meta
+        self.view()
     }
     /// The metadata view, for editing: the edit is written into the body when the body is
     /// next read (decoded, stored or serialized); a decoded object is discarded.
     fn meta_mut(&mut self) -> &mut ObjectMeta {
+        if self.meta.get().is_none() {
+            self.meta = OnceLock::from(self.parse_meta());
+        }
         self.meta_changed = true;
         self.decoded = OnceLock::new();
-        &mut self.meta
+        match self.meta.get_mut() {
+            Some(meta) => meta,
+            None => unreachable!("the metadata was parsed above"),
+        }
     }
 }
 
@@ -388,12 +463,45 @@ impl<K> Serialize for Lazy<K> {
 }
 
 impl<'de, K> Deserialize<'de> for Lazy<K> {
+    /// From JSON: the object itself, its metadata parsed. From a binary format (which wrote
+    /// the body's bytes, see `Serialize`): the body, its metadata parsed when first read —
+    /// these are stored bytes, as compact storage keeps them, which were checked when they
+    /// arrived. (The lister-watchers hand the bytes of each object off the wire straight to
+    /// this impl; those are parsed at once.)
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         if d.is_human_readable() {
             let raw: Box<str> = Box::<RawValue>::deserialize(d)?.into();
             return Self::from_body(raw).map_err(de::Error::custom);
         }
-        Self::from_bytes(d.deserialize_bytes(BodyBytes)?).map_err(de::Error::custom)
+        d.deserialize_newtype_struct("Lazy", BinaryBody(PhantomData))
+    }
+}
+
+/// A body in a binary format: a binary format (the storage's) calls `visit_newtype_struct`
+/// and then hands over the bytes; the wire adapters (`kube::decode`) hand over the bytes at
+/// once.
+struct BinaryBody<K>(PhantomData<fn() -> K>);
+
+impl<'de, K> Visitor<'de> for BinaryBody<K> {
+    type Value = Lazy<K>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the bytes of a JSON or enveloped protobuf object")
+    }
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Lazy<K>, D::Error> {
+        Lazy::from_stored_bytes(d.deserialize_bytes(BodyBytes)?).map_err(de::Error::custom)
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Lazy<K>, E> {
+        Lazy::from_bytes(v.to_vec()).map_err(E::custom)
+    }
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Lazy<K>, E> {
+        Lazy::from_bytes(v).map_err(E::custom)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Lazy<K>, E> {
+        Lazy::from_bytes(v.as_bytes().to_vec()).map_err(E::custom)
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Lazy<K>, E> {
+        Lazy::from_bytes(v.into_bytes()).map_err(E::custom)
     }
 }
 

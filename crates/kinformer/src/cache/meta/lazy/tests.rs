@@ -143,6 +143,53 @@ fn a_compact_indexer_of_lazy_objects_indexes_by_metadata_and_never_fully_decodes
 }
 
 #[test]
+fn an_update_in_compact_storage_reads_the_old_objects_metadata_only_if_asked() {
+    let indexer = Indexer::<Lazy<Pod>>::compact(
+        [("app".to_string(), label_index_func("app"))].into(),
+        CompactOptions::default().train_after(10),
+    )
+    .unwrap();
+    let version = |rv: &str, app: &str| -> Arc<Lazy<Pod>> {
+        let json = POD
+            .replace(
+                r#""resourceVersion":"7""#,
+                &format!(r#""resourceVersion":"{rv}""#),
+            )
+            .replace(r#""app":"web""#, &format!(r#""app":"{app}""#));
+        Arc::new(serde_json::from_str(&json).unwrap())
+    };
+    for (i, trained) in [(0, false), (1, true)] {
+        if trained {
+            for n in 0..20 {
+                let other = POD.replace("web-0", &format!("other-{n}"));
+                indexer
+                    .add(Arc::new(serde_json::from_str(&other).unwrap()))
+                    .unwrap();
+            }
+            assert!(indexer.compact_dictionary_len().is_some());
+        }
+        indexer.add(version(&format!("{i}0"), "a")).unwrap();
+        // A new resourceVersion: an update, not a sync, told without parsing the old object.
+        let up = indexer.upsert(version(&format!("{i}1"), "b")).unwrap();
+        assert!(!up.is_sync());
+        let old = up.old.unwrap();
+        assert!(!old.meta_parsed());
+        // Read when asked, from the stored bytes.
+        assert_eq!(old.meta().labels.as_ref().unwrap()["app"], "a");
+        assert_eq!(
+            old.meta().resource_version.as_deref(),
+            Some(format!("{i}0").as_str())
+        );
+        // The same resourceVersion with other bytes: a sync, again without a parse.
+        let up = indexer.upsert(version(&format!("{i}1"), "c")).unwrap();
+        assert!(up.is_sync());
+        assert!(!up.old.unwrap().meta_parsed());
+        assert_eq!(indexer.by_index("app", "c").unwrap().len(), 1);
+        assert!(indexer.by_index("app", "b").unwrap().is_empty());
+    }
+}
+
+#[test]
 fn lazy_types_are_recognised_for_the_wire_choice() {
     assert!(super::is_lazy::<Lazy<Pod>>());
     assert!(!super::is_lazy::<Pod>());
@@ -274,8 +321,15 @@ mod protobuf {
     #[test]
     fn bad_protobuf_bytes_are_errors() {
         assert!(Lazy::<Pod>::from_protobuf(b"k8s\0garbage".to_vec()).is_err());
-        // MessagePack `bin 8` of a broken enveloped object.
+        // MessagePack `bin 8` of a broken enveloped object: stored bytes are parsed when
+        // read, so a corrupt one reads as an object without metadata (logged) that fails to
+        // decode.
         let stored = [0xc4, 5, b'k', b'8', b's', 0, 1];
+        let read = rmp_serde::from_slice::<Lazy<Pod>>(&stored).unwrap();
+        assert_eq!(read.meta().name, None);
+        assert!(read.object().is_err());
+        // Bytes that are neither protobuf nor a JSON object are refused at once.
+        let stored = [0xc4, 3, b'[', b'1', b']'];
         assert!(rmp_serde::from_slice::<Lazy<Pod>>(&stored).is_err());
     }
 }

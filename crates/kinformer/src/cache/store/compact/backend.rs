@@ -8,6 +8,7 @@ use parking_lot::RwLock;
 
 use crate::cache::meta::ObjectKey;
 use crate::cache::store::backend::{Backend, Entries, Replaced, Via};
+use crate::cache::store::compact::codec::stored_version;
 use crate::cache::store::core::Core;
 use crate::cache::store::error::IndexerError;
 use crate::cache::store::previous::PreviousItems;
@@ -119,13 +120,18 @@ impl<K> Backend<K> for CompactBackend<K> {
     type ReadError = IndexerError;
     const SHARE_EQUAL: bool = true;
 
-    fn store(&self, key: &ObjectKey, obj: &Arc<K>) -> Result<Blob, IndexerError> {
+    fn store(&self, key: &ObjectKey, obj: &Arc<K>, version: &str) -> Result<Blob, IndexerError> {
         self.codec
-            .encode(obj)
+            .encode(obj, version)
             .map_err(|source| IndexerError::Encode {
                 key: key.clone(),
                 source,
             })
+    }
+
+    /// From the blob's header.
+    fn stored_version(v: &Blob) -> Option<&str> {
+        stored_version(v)
     }
 
     /// Identical bytes: the stored object equals the new one.

@@ -15,11 +15,36 @@ use crate::cache::store::CodecError;
 use crate::cache::store::compact::dictionary::Dictionary;
 use crate::cache::store::{CompactOptions, Format};
 
-/// One stored object: a tag byte, then the payload.
+/// One stored object: a tag byte, the object's resourceVersion (a length byte, then its bytes),
+/// then the payload.
 pub(crate) type Blob = Arc<[u8]>;
 
 const TAG_RAW: u8 = 0;
 const TAG_ZSTD: u8 = 1;
+/// The length byte of a resourceVersion too long to keep beside the object (it is then read
+/// from the decoded object).
+const VERSION_NOT_KEPT: u8 = u8::MAX;
+
+/// A blob's parts: its tag, the resourceVersion kept beside the object (if kept), the payload.
+fn parts(blob: &[u8]) -> Result<(u8, Option<&str>, &[u8]), CodecError> {
+    let bad = || CodecError::Decode("truncated blob header".into());
+    let (&tag, rest) = blob.split_first().ok_or_else(bad)?;
+    let (&len, rest) = rest.split_first().ok_or_else(bad)?;
+    if len == VERSION_NOT_KEPT {
+        return Ok((tag, None, rest));
+    }
+    let (version, payload) = rest.split_at_checked(usize::from(len)).ok_or_else(bad)?;
+    let version = std::str::from_utf8(version).map_err(|_| {
+        CodecError::Decode("resourceVersion in the blob header is not UTF-8".into())
+    })?;
+    Ok((tag, Some(version), payload))
+}
+
+/// The resourceVersion kept in `blob`'s header: `None` if not kept (too long) or the header is
+/// malformed (then the object itself must be read).
+pub(crate) fn stored_version(blob: &[u8]) -> Option<&str> {
+    parts(blob).ok().and_then(|(_, version, _)| version)
+}
 /// Refuse to inflate a blob to more than this (a corrupt size field must not allocate wildly).
 const MAX_DECODED_BYTES: u64 = 256 << 20;
 
@@ -86,7 +111,7 @@ impl Codec {
         self.dict.get().map(|d| d.len)
     }
 
-    fn encode<K: Serialize>(&self, obj: &K) -> Result<Blob, CodecError> {
+    fn encode<K: Serialize>(&self, obj: &K, version: &str) -> Result<Blob, CodecError> {
         let mut guard = self.write.lock();
         let ctx = &mut *guard;
         ctx.serialized.clear();
@@ -99,26 +124,45 @@ impl Codec {
             }
         };
         res.map_err(CodecError::Encode)?;
-        Self::pack(self.dict.get(), ctx)
+        Self::pack(self.dict.get(), ctx, Some(version))
     }
 
-    /// Wraps `ctx.serialized` into a blob, compressing it if a dictionary exists.
-    fn pack(dict: Option<&Dictionary>, ctx: &mut WriteCtx) -> Result<Blob, CodecError> {
-        // The tagged blob is built in the reused buffer, then copied once into its `Arc`.
+    /// Wraps `ctx.serialized` into a blob, compressing it if a dictionary exists; `version`
+    /// goes into the header when given and short enough.
+    fn pack(
+        dict: Option<&Dictionary>,
+        ctx: &mut WriteCtx,
+        version: Option<&str>,
+    ) -> Result<Blob, CodecError> {
+        // The blob is built in the reused buffer, then copied once into its `Arc`.
         ctx.compressed.clear();
+        let version = version.filter(|v| v.len() < usize::from(VERSION_NOT_KEPT));
+        let header = 2 + version.map_or(0, str::len);
+        let bound = if dict.is_some() {
+            zstd_safe::compress_bound(ctx.serialized.len())
+        } else {
+            ctx.serialized.len()
+        };
+        ctx.compressed.reserve(header + bound);
+        ctx.compressed
+            .push(if dict.is_some() { TAG_ZSTD } else { TAG_RAW });
+        match version {
+            Some(v) => {
+                // Shorter than `VERSION_NOT_KEPT` by the filter above.
+                ctx.compressed
+                    .push(u8::try_from(v.len()).unwrap_or(VERSION_NOT_KEPT));
+                ctx.compressed.extend_from_slice(v.as_bytes());
+            }
+            None => ctx.compressed.push(VERSION_NOT_KEPT),
+        }
         if dict.is_none() {
-            ctx.compressed.reserve(1 + ctx.serialized.len());
-            ctx.compressed.push(TAG_RAW);
             ctx.compressed.extend_from_slice(&ctx.serialized);
             return Ok(Blob::from(ctx.compressed.as_slice()));
         };
-        ctx.compressed
-            .reserve(1 + zstd_safe::compress_bound(ctx.serialized.len()));
-        ctx.compressed.push(TAG_ZSTD);
         // The dictionary is loaded in the context (see `load`). The cursor makes `compress2`
-        // write after the tag.
+        // write after the header.
         let mut after_tag = std::io::Cursor::new(&mut ctx.compressed);
-        after_tag.set_position(1);
+        after_tag.set_position(header as u64);
         ctx.cctx
             .compress2(&mut after_tag, &ctx.serialized)
             .map_err(|code| {
@@ -128,9 +172,10 @@ impl Codec {
     }
 
     fn decode<K: DeserializeOwned>(&self, blob: &[u8]) -> Result<K, CodecError> {
-        let (&tag, payload) = blob
-            .split_first()
-            .ok_or_else(|| CodecError::Decode("empty blob".into()))?;
+        if blob.is_empty() {
+            return Err(CodecError::Decode("empty blob".into()));
+        }
+        let (tag, _, payload) = parts(blob)?;
         match tag {
             TAG_RAW => self.deserialize(payload),
             TAG_ZSTD => {
@@ -208,8 +253,8 @@ impl Codec {
         }
         let payloads: Vec<&[u8]> = samples
             .iter()
-            .filter_map(|b| match b.split_first() {
-                Some((&TAG_RAW, p)) => Some(p),
+            .filter_map(|b| match parts(b) {
+                Ok((TAG_RAW, _, p)) => Some(p),
                 _ => None,
             })
             .collect();
@@ -236,14 +281,14 @@ impl Codec {
 
     /// Compresses an uncompressed blob with the dictionary; `None` if it needs no change.
     pub(crate) fn recompress(&self, blob: &[u8]) -> Result<Option<Blob>, CodecError> {
-        let (Some(dict), Some((&TAG_RAW, payload))) = (self.dict.get(), blob.split_first()) else {
+        let (Some(dict), Ok((TAG_RAW, version, payload))) = (self.dict.get(), parts(blob)) else {
             return Ok(None);
         };
         let mut guard = self.write.lock();
         let ctx = &mut *guard;
         ctx.serialized.clear();
         ctx.serialized.extend_from_slice(payload);
-        Self::pack(Some(dict), ctx).map(Some)
+        Self::pack(Some(dict), ctx, version).map(Some)
     }
 }
 
@@ -265,8 +310,9 @@ fn load(cctx: &mut CCtx<'static>, dict: &Dictionary, level: i32) -> Result<(), C
 
 /// A codec for objects of type `K`, type-erased so the indexer needs no serde bounds.
 pub(crate) trait ObjectCodec<K>: Send + Sync {
-    /// Encodes `obj` into a blob.
-    fn encode(&self, obj: &K) -> Result<Blob, CodecError>;
+    /// Encodes `obj`, whose resourceVersion is `version`, into a blob (which keeps `version`
+    /// in its header, see [`stored_version`]).
+    fn encode(&self, obj: &K, version: &str) -> Result<Blob, CodecError>;
     /// Decodes a blob.
     fn decode(&self, blob: &[u8]) -> Result<K, CodecError>;
     /// The type-independent part.
@@ -289,8 +335,8 @@ impl<K> TypedCodec<K> {
 }
 
 impl<K: Serialize + DeserializeOwned> ObjectCodec<K> for TypedCodec<K> {
-    fn encode(&self, obj: &K) -> Result<Blob, CodecError> {
-        self.codec.encode(obj)
+    fn encode(&self, obj: &K, version: &str) -> Result<Blob, CodecError> {
+        self.codec.encode(obj, version)
     }
     fn decode(&self, blob: &[u8]) -> Result<K, CodecError> {
         self.codec.decode(blob)
@@ -312,7 +358,7 @@ mod tests {
         let samples: Vec<Blob> = (0..300)
             .map(|i| {
                 let p = pod(&format!("ns-{}", i % 7), &format!("p-{i}"), &[("app", "x")]);
-                c.encode(&p).unwrap()
+                c.encode(&p, "7").unwrap()
             })
             .collect();
         assert!(c.core().train(&samples));
@@ -324,11 +370,11 @@ mod tests {
         for format in [Format::MessagePack, Format::Json] {
             let c = TypedCodec::<Pod>::new(&CompactOptions::default().format(format)).unwrap();
             let p = pod("ns", "a", &[("app", "web")]);
-            let raw = c.encode(&p).unwrap();
+            let raw = c.encode(&p, "7").unwrap();
             assert_eq!(raw[0], TAG_RAW);
             assert_eq!(c.decode(&raw).unwrap(), *p);
             let c = trained(format);
-            let z = c.encode(&p).unwrap();
+            let z = c.encode(&p, "7").unwrap();
             assert_eq!(z[0], TAG_ZSTD);
             assert_eq!(c.decode(&z).unwrap(), *p);
             // A raw blob of the same codec still decodes, and recompresses.
@@ -338,10 +384,36 @@ mod tests {
     }
 
     #[test]
+    fn the_resource_version_is_kept_in_the_header_and_survives_recompression() {
+        let c = TypedCodec::<Pod>::new(&CompactOptions::default()).unwrap();
+        let p = pod("ns", "a", &[("app", "web")]);
+        let raw = c.encode(&p, "12345").unwrap();
+        assert_eq!(stored_version(&raw), Some("12345"));
+        assert_eq!(stored_version(&c.encode(&p, "").unwrap()), Some(""));
+        // Too long to keep: read from the object instead.
+        let long = "9".repeat(300);
+        let blob = c.encode(&p, &long).unwrap();
+        assert_eq!(stored_version(&blob), None);
+        assert_eq!(c.decode(&blob).unwrap(), *p);
+        let c = trained(Format::MessagePack);
+        let z = c.encode(&p, "77").unwrap();
+        assert_eq!((z[0], stored_version(&z)), (TAG_ZSTD, Some("77")));
+        assert_eq!(c.decode(&z).unwrap(), *p);
+        let again = c.core().recompress(&raw).unwrap().unwrap();
+        assert_eq!(
+            (again[0], stored_version(&again)),
+            (TAG_ZSTD, Some("12345"))
+        );
+        // A malformed header keeps no version.
+        assert_eq!(stored_version(&[TAG_RAW, 9, b'1']), None);
+        assert_eq!(stored_version(&[]), None);
+    }
+
+    #[test]
     fn corrupt_blobs_are_typed_errors() {
         let c = trained(Format::MessagePack);
         let p = pod("ns", "a", &[("app", "web")]);
-        let good = c.encode(&p).unwrap();
+        let good = c.encode(&p, "7").unwrap();
         let mut cases: Vec<Vec<u8>> = vec![
             vec![],
             vec![7, 1, 2],

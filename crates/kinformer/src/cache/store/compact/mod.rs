@@ -3,10 +3,15 @@
 //!
 //! Chosen when the indexer is built, with [`Indexer::compact`](super::Indexer::compact), or for
 //! an informer with [`Storage::compact`](super::Storage::compact); with
-//! [`Lazy<K>`](super::Lazy) objects the stored payload is the JSON body as it arrived. The
-//! encoding of one object ("blob") is a tag byte followed by the payload:
-//! - `0`: the serialized object, uncompressed (before a dictionary exists);
-//! - `1`: the serialized object compressed with zstd and the indexer's dictionary.
+//! [`Lazy<K>`](super::Lazy) objects the stored payload is the body as it arrived. The
+//! encoding of one object ("blob") is a tag byte, the object's resourceVersion (a length byte
+//! and its bytes; length 255: too long, not kept), then the payload:
+//! - tag `0`: the serialized object, uncompressed (before a dictionary exists);
+//! - tag `1`: the serialized object compressed with zstd and the indexer's dictionary.
+//!
+//! The resourceVersion beside the bytes tells an update from a sync without decoding the
+//! replaced object; with `Lazy<K>` objects the replaced object handed to handlers as `old` is
+//! decompressed but its metadata parsed only if read.
 //!
 //! The dictionary is trained once, from the first [`CompactOptions::train_after`] stored
 //! objects (or given up front with [`CompactOptions::dictionary`]); the objects stored before
