@@ -26,7 +26,7 @@
 //!
 //! | | typed | compact |
 //! |---|---|---|
-//! | bench pod (W4, ≈ 290 B of JSON) | ≈ 6,340 B | ≈ 275 B |
+//! | bench pod (W4, ≈ 290 B of JSON) | ≈ 6,340 B | ≈ 281 B |
 //! | realistic pod (W4R, ≈ 7.1 KB of JSON with managedFields) | ≈ 47,500 B | ≈ 573 B |
 //! | `get_by_key` | ≈ 0.2 µs | ≈ 2.8 µs (one decode); ≈ 0.1 µs from the hot cache |
 //! | `get_by_key`, realistic pod | ≈ 0.2 µs | ≈ 40 µs |
