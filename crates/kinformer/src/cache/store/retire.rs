@@ -3,8 +3,8 @@
 //! A typed object such as a `Pod` is a large nested struct: freeing it piece by piece costs
 //! more than the rest of an update. The writes that discard the object they replaced
 //! ([`Indexer::add`](super::Indexer::add), [`Indexer::update`](super::Indexer::update)), and a
-//! listener once its handler has seen an update's old object or a deleted one, hand it to
-//! [`retire`] instead, which drops it on a background thread:
+//! listener once its handler has seen a notification's objects, hand them to [`retire`]
+//! instead, which drops them on a background thread:
 //!
 //! - Only a last reference is deferred; an object still shared elsewhere is released at once
 //!   (that is only a reference count).
