@@ -565,12 +565,7 @@ async fn send(
     if !(code.is_client_error() || code.is_server_error()) {
         return Ok(res);
     }
-    let content_type = content_type(&res);
-    let body = res
-        .into_body()
-        .collect_bytes()
-        .await
-        .map_err(error::from_kube)?;
+    let (content_type, body) = read_body(res).await?;
     let status = status_body(&content_type, &body).unwrap_or_else(|| {
         let text = String::from_utf8_lossy(&body);
         kube_core::Status::failure(text.trim(), "Failed to parse error data")
@@ -587,6 +582,19 @@ fn status_body(content_type: &str, body: &[u8]) -> Option<kube_core::Status> {
     }
     let _ = content_type;
     serde_json::from_slice(body).ok()
+}
+
+/// A response's content type and whole body.
+async fn read_body(
+    res: http::Response<::kube::client::Body>,
+) -> Result<(String, bytes::Bytes), ListWatchError> {
+    let content_type = content_type(&res);
+    let body = res
+        .into_body()
+        .collect_bytes()
+        .await
+        .map_err(error::from_kube)?;
+    Ok((content_type, body))
 }
 
 fn content_type<B>(res: &http::Response<B>) -> String {
@@ -609,13 +617,7 @@ impl ListBody {
         client: &Client,
         req: http::Request<Vec<u8>>,
     ) -> Result<ListBody, ListWatchError> {
-        let res = send(client, req).await?;
-        let content_type = content_type(&res);
-        let body = res
-            .into_body()
-            .collect_bytes()
-            .await
-            .map_err(error::from_kube)?;
+        let (content_type, body) = read_body(send(client, req).await?).await?;
         Ok(ListBody { content_type, body })
     }
 

@@ -153,6 +153,27 @@ mod tests {
     use crate::cache::store::Indexers;
     use crate::cache::test_util::pod_rv;
 
+    /// Runs a process loop over `queue` on a task of its own; cancel the token to stop it.
+    fn spawn_loop(
+        queue: &Arc<dyn DeltaQueue<Pod>>,
+        indexer: Arc<Indexer<Pod>>,
+        processor: &Arc<SharedProcessor<Pod>>,
+        synced: Arc<SyncedFlag>,
+    ) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+        let cancel = CancellationToken::new();
+        let run = tokio::spawn(
+            ProcessLoop {
+                queue: Arc::clone(queue),
+                indexer,
+                processor: Arc::clone(processor),
+                block_deltas: Arc::new(Mutex::new(())),
+                synced,
+            }
+            .run(cancel.clone()),
+        );
+        (cancel, run)
+    }
+
     /// A long run of live updates reaches the handler while it is still being applied: an
     /// index function holds the last object until the handler has seen the first update
     /// (applying the whole run in one batch, or running the next batch before the woken
@@ -211,17 +232,7 @@ mod tests {
         for n in &names {
             queue.update(pod_rv("ns", n, "2")).unwrap();
         }
-        let cancel = CancellationToken::new();
-        let run = tokio::spawn(
-            ProcessLoop {
-                queue: Arc::clone(&queue),
-                indexer,
-                processor: Arc::clone(&processor),
-                block_deltas: Arc::new(Mutex::new(())),
-                synced,
-            }
-            .run(cancel.clone()),
-        );
+        let (cancel, run) = spawn_loop(&queue, indexer, &processor, synced);
         for _ in 0..N {
             tokio::time::timeout(std::time::Duration::from_secs(30), done_rx.recv())
                 .await
@@ -293,17 +304,7 @@ mod tests {
             sink.replace_page(pods).unwrap();
         }
         sink.finish_paged_replace("1").unwrap();
-        let cancel = CancellationToken::new();
-        let run = tokio::spawn(
-            ProcessLoop {
-                queue: Arc::clone(&queue),
-                indexer,
-                processor: Arc::clone(&processor),
-                block_deltas: Arc::new(Mutex::new(())),
-                synced: Arc::clone(&synced),
-            }
-            .run(cancel.clone()),
-        );
+        let (cancel, run) = spawn_loop(&queue, indexer, &processor, Arc::clone(&synced));
         tokio::time::timeout(std::time::Duration::from_secs(30), done_rx.recv())
             .await
             .unwrap()

@@ -112,6 +112,36 @@ enum Body {
 }
 
 impl Body {
+    /// Bytes as a binary format carries a body: an enveloped protobuf object (its `k8s\0`
+    /// prefix) or a JSON object.
+    fn of(bytes: Vec<u8>) -> Result<Body, String> {
+        #[cfg(feature = "protobuf")]
+        if bytes.starts_with(&kinformer_protobuf::MAGIC) {
+            return Ok(Body::Protobuf(bytes.into_boxed_slice()));
+        }
+        if bytes.starts_with(b"k8s\0") {
+            return Err("a protobuf body, but the protobuf feature is off".into());
+        }
+        if !bytes.trim_ascii_start().starts_with(b"{") {
+            return Err("expected a JSON object".into());
+        }
+        let json = String::from_utf8(bytes).map_err(|e| e.to_string())?;
+        Ok(Body::Json(json.into_boxed_str()))
+    }
+
+    /// Parses the metadata (without `managedFields`).
+    fn metadata(&self) -> Result<ObjectMeta, String> {
+        match self {
+            Body::Json(raw) => meta::from_json::<Envelope>(raw)
+                .map(|e| e.metadata.into())
+                .map_err(|e| e.to_string()),
+            #[cfg(feature = "protobuf")]
+            Body::Protobuf(bytes) => kinformer_protobuf::object_meta(bytes)
+                .map(meta::from_protobuf)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
     fn len(&self) -> usize {
         match self {
             Body::Json(j) => j.len(),
@@ -173,15 +203,9 @@ impl<K> Lazy<K> {
     /// A body's bytes as they came off the wire: JSON text, or an enveloped protobuf object
     /// (told apart by its `k8s\0` prefix); the metadata is parsed now.
     fn from_bytes(bytes: Vec<u8>) -> Result<Self, String> {
-        #[cfg(feature = "protobuf")]
-        if bytes.starts_with(&kinformer_protobuf::MAGIC) {
-            return Self::from_protobuf(bytes).map_err(|e| e.to_string());
-        }
-        if bytes.starts_with(b"k8s\0") {
-            return Err("a protobuf body, but the protobuf feature is off".into());
-        }
-        let json = String::from_utf8(bytes).map_err(|e| e.to_string())?;
-        Self::from_body(json.into_boxed_str()).map_err(|e| e.to_string())
+        let body = Body::of(bytes)?;
+        let meta = body.metadata()?;
+        Ok(Self::with(meta, body))
     }
 
     /// A body's bytes as a binary format stored them (compact storage): the metadata is
@@ -189,18 +213,7 @@ impl<K> Lazy<K> {
     /// arrived, and a reader that does not look at them (the old object of most updates)
     /// costs no parse.
     fn from_stored_bytes(bytes: Vec<u8>) -> Result<Self, String> {
-        #[cfg(feature = "protobuf")]
-        if bytes.starts_with(&kinformer_protobuf::MAGIC) {
-            return Ok(Self::unparsed(Body::Protobuf(bytes.into_boxed_slice())));
-        }
-        if bytes.starts_with(b"k8s\0") {
-            return Err("a protobuf body, but the protobuf feature is off".into());
-        }
-        if !bytes.trim_ascii_start().starts_with(b"{") {
-            return Err("expected a JSON object".into());
-        }
-        let json = String::from_utf8(bytes).map_err(|e| e.to_string())?;
-        Ok(Self::unparsed(Body::Json(json.into_boxed_str())))
+        Body::of(bytes).map(Self::unparsed)
     }
 
     fn unparsed(body: Body) -> Self {
@@ -228,16 +241,7 @@ impl<K> Lazy<K> {
     /// when they arrived; should one not (corrupt stored bytes), the error is logged and the
     /// metadata is empty, so the object has no key and every keyed use reports it.
     fn parse_meta(&self) -> ObjectMeta {
-        let parsed = match &self.body {
-            Body::Json(raw) => meta::from_json::<Envelope>(raw)
-                .map(|e| e.metadata.into())
-                .map_err(|e| e.to_string()),
-            #[cfg(feature = "protobuf")]
-            Body::Protobuf(bytes) => kinformer_protobuf::object_meta(bytes)
-                .map(meta::from_protobuf)
-                .map_err(|e| e.to_string()),
-        };
-        parsed.unwrap_or_else(|error| {
+        self.body.metadata().unwrap_or_else(|error| {
             tracing::error!(%error, body_len = self.body.len(), "stored object: its metadata does not parse");
             ObjectMeta::default()
         })

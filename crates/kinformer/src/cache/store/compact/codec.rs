@@ -136,8 +136,12 @@ impl Codec {
     ) -> Result<Blob, CodecError> {
         // The blob is built in the reused buffer, then copied once into its `Arc`.
         ctx.compressed.clear();
-        let version = version.filter(|v| v.len() < usize::from(VERSION_NOT_KEPT));
-        let header = 2 + version.map_or(0, str::len);
+        // The version and its length byte, if short enough to keep.
+        let kept = version.and_then(|v| match u8::try_from(v.len()) {
+            Ok(len) if len != VERSION_NOT_KEPT => Some((len, v)),
+            _ => None,
+        });
+        let header = 2 + kept.map_or(0, |(_, v)| v.len());
         let bound = if dict.is_some() {
             zstd_safe::compress_bound(ctx.serialized.len())
         } else {
@@ -146,11 +150,9 @@ impl Codec {
         ctx.compressed.reserve(header + bound);
         ctx.compressed
             .push(if dict.is_some() { TAG_ZSTD } else { TAG_RAW });
-        match version {
-            Some(v) => {
-                // Shorter than `VERSION_NOT_KEPT` by the filter above.
-                ctx.compressed
-                    .push(u8::try_from(v.len()).unwrap_or(VERSION_NOT_KEPT));
+        match kept {
+            Some((len, v)) => {
+                ctx.compressed.push(len);
                 ctx.compressed.extend_from_slice(v.as_bytes());
             }
             None => ctx.compressed.push(VERSION_NOT_KEPT),
