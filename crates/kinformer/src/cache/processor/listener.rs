@@ -9,6 +9,9 @@
 //!   informer's event stream): it then waits while the channel is full, so a slow stream
 //!   consumer, like a slow handler, grows only this listener's buffer.
 //! - Notifications reach the handler in the order they were added, one at a time.
+//! - The task delivers in turns: each turn delivers what was buffered when it began (for at
+//!   most about 2 ms), then yields its worker thread. So a listener keeps pace with a
+//!   producer that buffers a whole batch per turn, and a long backlog does not hog a thread.
 //! - A panicking handler is caught and logged; the listener goes on with the next
 //!   notification. (An initial add counts as delivered even if the handler panicked on it.)
 //! - Once delivered, an update's old object and a deleted object go to the indexer's dropping
@@ -304,12 +307,14 @@ impl<K> ProcessorListener<K> {
             return;
         }
         let _stopped = MarkStopped(&self.shared.stopped);
+        let mut turn = Turn::default();
         loop {
             let next = {
                 let mut buf = self.buffer.lock();
                 if buf.closed {
                     return;
                 }
+                turn.begin(buf.queue.len());
                 let next = buf.queue.pop_front();
                 self.shared
                     .pending
@@ -319,8 +324,9 @@ impl<K> ProcessorListener<K> {
             match (next, &self.consumer) {
                 (Some(notification), Consumer::Handler(handler)) => {
                     self.dispatch(handler.as_ref(), notification);
-                    // Yield now and then, so a long backlog does not hog the worker thread.
-                    tokio::task::consume_budget().await;
+                    if turn.delivered() {
+                        tokio::task::yield_now().await;
+                    }
                 }
                 (Some(notification), Consumer::Channel(tx)) => {
                     let initial = is_initial(&notification);
@@ -399,5 +405,54 @@ impl<K> ProcessorListener<K> {
 
     pub(crate) fn is_syncing(&self) -> bool {
         self.syncing.load(Ordering::Acquire)
+    }
+}
+
+/// Longest a listener delivers to its handler before it gives way to other tasks, when
+/// notifications keep waiting.
+const DELIVERY_SLICE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// One turn of a listener's task on its worker thread: it delivers what was buffered when the
+/// turn began (for at most about [`DELIVERY_SLICE`]), then yields.
+///
+/// Sized by the backlog, not by tokio's per-task budget (128 operations): the process loop
+/// buffers a whole batch (a list page's 500 objects) in each of its own turns, so a listener
+/// that yielded after 128 fell further behind with every batch; under an initial list of
+/// 100,000 objects nearly all of them were then buffered at once, each holding its object
+/// (with compact storage, the only decoded copy).
+#[derive(Default)]
+struct Turn {
+    /// Deliveries left in this turn; 0 between turns.
+    left: usize,
+    /// Deliveries made in this turn.
+    made: usize,
+    started: Option<std::time::Instant>,
+}
+
+impl Turn {
+    /// Called before taking a notification from a buffer of `buffered`: starts a turn if
+    /// none is under way and some are buffered.
+    fn begin(&mut self, buffered: usize) {
+        if self.left == 0 && buffered > 0 {
+            *self = Turn {
+                left: buffered,
+                made: 0,
+                started: None,
+            };
+        }
+    }
+
+    /// Counts a delivery; true when the turn is over and the task should yield.
+    fn delivered(&mut self) -> bool {
+        self.left = self.left.saturating_sub(1);
+        self.made += 1;
+        // The clock is read every 32 deliveries, not at each.
+        if self.made % 32 == 1 {
+            let started = *self.started.get_or_insert_with(std::time::Instant::now);
+            if started.elapsed() >= DELIVERY_SLICE {
+                self.left = 0;
+            }
+        }
+        self.left == 0
     }
 }
