@@ -10,8 +10,10 @@
 //!
 //! Properties:
 //! - **One metadata parse per object**: `metadata` without `managedFields` (which a
-//!   controller rarely reads and which is often most of the metadata); the rest of the object
-//!   is scanned, not built.
+//!   controller rarely reads and which is often most of the metadata). Objects off the wire
+//!   were split from their list or watch event by a validating parser, so the parse stops at
+//!   the end of `metadata` (the spec and status are not read again); [`Lazy::from_json`],
+//!   given text nobody checked, reads the whole body.
 //! - **Full decode on demand, once**: [`Lazy::object`] decodes the body into `Arc<K>` the first
 //!   time and returns the same `Arc` afterwards; every handler receives the same `Arc<Lazy<K>>`
 //!   for one notification, so they share that decode.
@@ -104,7 +106,10 @@ pub struct Lazy<K> {
 /// A body as it arrived.
 #[derive(Clone)]
 enum Body {
-    /// Valid JSON (checked by the metadata parse, which scans it all).
+    /// Valid JSON: split from a list or an event by a validating parser, read whole by
+    /// [`Lazy::from_json`], or a stored copy of either. (Bytes a foreign binary deserializer
+    /// hands over are taken as they are; if the rest of such a body is not JSON, reading
+    /// it fails.)
     Json(Box<str>),
     /// An enveloped protobuf object (`k8s\0` + `runtime.Unknown`), whose metadata decoded.
     #[cfg(feature = "protobuf")]
@@ -129,11 +134,12 @@ impl Body {
         Ok(Body::Json(json.into_boxed_str()))
     }
 
-    /// Parses the metadata (without `managedFields`).
+    /// Parses the metadata (without `managedFields`) of a body whose JSON is known to be
+    /// valid (see [`meta::metadata_first`]): the members after `metadata` are not read.
     fn metadata(&self) -> Result<ObjectMeta, String> {
         match self {
-            Body::Json(raw) => meta::from_json::<Envelope>(raw)
-                .map(|e| e.metadata.into())
+            Body::Json(raw) => meta::metadata_first(raw)
+                .map(ObjectMeta::from)
                 .map_err(|e| e.to_string()),
             #[cfg(feature = "protobuf")]
             Body::Protobuf(bytes) => kinformer_protobuf::object_meta(bytes)
@@ -157,19 +163,31 @@ impl<K> Lazy<K> {
     /// # Errors
     /// The body is not a JSON object, or its `metadata` is malformed.
     pub fn from_json(json: impl Into<String>) -> Result<Self, serde_json::Error> {
-        Self::from_body(json.into().into_boxed_str())
-    }
-
-    /// Parses the metadata of `raw`; the parse reads (and so validates) the whole body.
-    fn from_body(raw: Box<str>) -> Result<Self, serde_json::Error> {
-        // serde's derived structs also read arrays, field by field: refuse them first.
-        if !raw.trim_start().starts_with('{') {
-            return Err(<serde_json::Error as de::Error>::custom(
-                "expected a JSON object",
-            ));
-        }
+        let raw = json.into().into_boxed_str();
+        Self::require_object(&raw)?;
+        // Not known to be valid: the parse reads (and so checks) the whole body.
         let envelope: Envelope = meta::from_json(&raw)?;
         Ok(Self::with(envelope.metadata.into(), Body::Json(raw)))
+    }
+
+    /// Parses the metadata of `raw`, which a validating parser has read (see
+    /// [`meta::metadata_first`]).
+    fn from_valid_json(raw: Box<str>) -> Result<Self, serde_json::Error> {
+        Self::require_object(&raw)?;
+        let meta = meta::metadata_first(&raw)?;
+        Ok(Self::with(meta.into(), Body::Json(raw)))
+    }
+
+    /// Refuses JSON that is not an object (serde's derived structs also read arrays, field by
+    /// field).
+    fn require_object(raw: &str) -> Result<(), serde_json::Error> {
+        if raw.trim_start().starts_with('{') {
+            Ok(())
+        } else {
+            Err(<serde_json::Error as de::Error>::custom(
+                "expected a JSON object",
+            ))
+        }
     }
 
     /// Decodes the metadata of an enveloped Kubernetes protobuf object (`k8s\0` +
@@ -475,7 +493,7 @@ impl<'de, K> Deserialize<'de> for Lazy<K> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         if d.is_human_readable() {
             let raw: Box<str> = Box::<RawValue>::deserialize(d)?.into();
-            return Self::from_body(raw).map_err(de::Error::custom);
+            return Self::from_valid_json(raw).map_err(de::Error::custom);
         }
         d.deserialize_newtype_struct("Lazy", BinaryBody(PhantomData))
     }

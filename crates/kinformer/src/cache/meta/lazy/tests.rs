@@ -63,6 +63,41 @@ fn malformed_metadata_or_a_non_object_is_a_decode_error() {
 }
 
 #[test]
+fn the_metadata_of_checked_json_is_read_up_to_its_end_and_no_further() {
+    // What follows `metadata` is not read: even text that is not JSON (which a validating
+    // parser splitting lists and events never hands over) is left alone.
+    let view = super::meta::metadata_first(
+        r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","labels":{"x":"1"}},"spec":nope"#,
+    )
+    .unwrap();
+    let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta::from(view);
+    assert_eq!(meta.name.as_deref(), Some("a"));
+    assert_eq!(meta.labels.unwrap()["x"], "1");
+    // Metadata last, or none at all.
+    let last =
+        super::meta::metadata_first(r#"{"spec":{"a":[1,{"b":"}"}]},"metadata":{"name":"z"}}"#);
+    let last = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta::from(last.unwrap());
+    assert_eq!(last.name.as_deref(), Some("z"));
+    let none = super::meta::metadata_first(r#"{"spec":{}}"#).unwrap();
+    assert!(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta::from(none)
+            .name
+            .is_none()
+    );
+    // Malformed metadata is still an error, and so is a bad member before it.
+    for bad in [
+        r#"{"metadata":{"name":5},"spec":{}}"#,
+        r#"{"metadata":{"labels":{"a":1}}}"#,
+        r#"{"spec":nope,"metadata":{"name":"a"}}"#,
+        r#"{"metadata":"#,
+    ] {
+        assert!(super::meta::metadata_first(bad).is_err(), "{bad}");
+    }
+    // Text nobody checked is read whole.
+    assert!(Lazy::<Pod>::from_json(r#"{"metadata":{"name":"a"},"spec":nope"#).is_err());
+}
+
+#[test]
 fn metadata_edits_are_written_into_the_body_keeping_managed_fields() {
     let mut pod: Lazy<Pod> = serde_json::from_str(POD).unwrap();
     pod.meta_mut()
