@@ -16,6 +16,7 @@
 
 pub(crate) mod controller;
 pub mod fifo;
+mod give_way;
 pub(crate) mod handler;
 pub(crate) mod informer;
 pub mod listwatch;

@@ -31,6 +31,7 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
+use crate::cache::give_way::give_way;
 use crate::cache::handler::ResourceEventHandler;
 use crate::cache::processor::Notification;
 use crate::cache::processor::ResyncPeriods;
@@ -325,7 +326,7 @@ impl<K> ProcessorListener<K> {
                 (Some(notification), Consumer::Handler(handler)) => {
                     self.dispatch(handler.as_ref(), notification);
                     if turn.delivered() {
-                        tokio::task::yield_now().await;
+                        give_way().await;
                     }
                 }
                 (Some(notification), Consumer::Channel(tx)) => {
