@@ -249,47 +249,10 @@ pub(crate) fn decode_list_with<K: DeserializeOwned>(
 /// (`{"kind":…,"apiVersion":…,"metadata":{…},"items":[…]}`). `None` without a token, when
 /// `items` comes first, or when the body is not a list (its decode reports that).
 pub(crate) fn continue_token_ahead(body: &[u8]) -> Option<String> {
-    let mut metadata = None;
-    let mut de = serde_json::Deserializer::from_slice(body);
-    // The read stops at `metadata` or `items`, so it ends in an error (the rest of the body
-    // is not read); only what it found matters.
-    let _ = serde::de::DeserializeSeed::deserialize(MetadataAhead(&mut metadata), &mut de);
-    metadata?.continue_.filter(|c| !c.is_empty())
-}
-
-/// Reads a list's members up to `metadata` (kept) or `items` (not read).
-struct MetadataAhead<'a>(&'a mut Option<ListMeta>);
-
-impl<'de> serde::de::DeserializeSeed<'de> for MetadataAhead<'_> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for MetadataAhead<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a list")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<String>()? {
-            match &*key {
-                "metadata" => {
-                    *self.0 = Some(map.next_value()?);
-                    return Ok(());
-                }
-                "items" => return Ok(()),
-                _ => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
+    let metadata: ListMeta = crate::cache::meta::member_ahead(body, "metadata", &["items"])
+        .ok()
+        .flatten()?;
+    metadata.continue_.filter(|c| !c.is_empty())
 }
 
 /// Converts a `metav1.Status` into an [`ApiStatus`].

@@ -5,6 +5,7 @@ mod error;
 mod key;
 pub(crate) use key::with_key_str;
 mod lazy;
+mod member_ahead;
 mod selector;
 
 pub use error::CacheError;
@@ -16,4 +17,5 @@ pub(crate) use lazy::is_lazy;
 #[cfg(all(feature = "fast-json", feature = "kube"))]
 pub(crate) use lazy::sonic_message;
 pub use lazy::{Lazy, full_decodes as lazy_full_decodes};
+pub(crate) use member_ahead::member_ahead;
 pub use selector::{Operator, Requirement, Selector, SelectorParseError};

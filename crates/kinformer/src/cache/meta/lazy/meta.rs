@@ -42,44 +42,8 @@ pub(crate) fn sonic_message(e: &sonic_rs::Error) -> String {
 /// Kubernetes writes `metadata` right after `kind` and `apiVersion`, so this reads a few
 /// hundred bytes of a pod instead of all of it.
 pub(super) fn metadata_first(json: &str) -> Result<MetaView, serde_json::Error> {
-    let mut found = None;
-    let mut de = serde_json::Deserializer::from_str(json);
-    // Once `metadata` is read the visitor stops, and the deserializer then errs on the
-    // members left: that error is the expected end of a successful read.
-    match serde::de::DeserializeSeed::deserialize(MetadataFirst(&mut found), &mut de) {
-        Ok(()) => Ok(found.unwrap_or_default()),
-        Err(e) => found.ok_or(e),
-    }
-}
-
-/// Reads an object's members up to `metadata`, which it keeps.
-struct MetadataFirst<'a>(&'a mut Option<MetaView>);
-
-impl<'de> serde::de::DeserializeSeed<'de> for MetadataFirst<'_> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for MetadataFirst<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if key == "metadata" {
-                *self.0 = Some(map.next_value()?);
-                return Ok(());
-            }
-            map.next_value::<serde::de::IgnoredAny>()?;
-        }
-        Ok(())
-    }
+    crate::cache::meta::member_ahead(json.as_bytes(), "metadata", &[])
+        .map(Option::unwrap_or_default)
 }
 
 /// The top level of an object, of which only `metadata` is read.
