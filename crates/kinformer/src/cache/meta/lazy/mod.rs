@@ -164,30 +164,15 @@ impl<K> Lazy<K> {
     /// The body is not a JSON object, or its `metadata` is malformed.
     pub fn from_json(json: impl Into<String>) -> Result<Self, serde_json::Error> {
         let raw = json.into().into_boxed_str();
-        Self::require_object(&raw)?;
+        // serde's derived structs also read arrays, field by field: refuse them first.
+        if !raw.trim_start().starts_with('{') {
+            return Err(<serde_json::Error as de::Error>::custom(
+                "expected a JSON object",
+            ));
+        }
         // Not known to be valid: the parse reads (and so checks) the whole body.
         let envelope: Envelope = meta::from_json(&raw)?;
         Ok(Self::with(envelope.metadata.into(), Body::Json(raw)))
-    }
-
-    /// Parses the metadata of `raw`, which a validating parser has read (see
-    /// [`meta::metadata_first`]).
-    fn from_valid_json(raw: Box<str>) -> Result<Self, serde_json::Error> {
-        Self::require_object(&raw)?;
-        let meta = meta::metadata_first(&raw)?;
-        Ok(Self::with(meta.into(), Body::Json(raw)))
-    }
-
-    /// Refuses JSON that is not an object (serde's derived structs also read arrays, field by
-    /// field).
-    fn require_object(raw: &str) -> Result<(), serde_json::Error> {
-        if raw.trim_start().starts_with('{') {
-            Ok(())
-        } else {
-            Err(<serde_json::Error as de::Error>::custom(
-                "expected a JSON object",
-            ))
-        }
     }
 
     /// Decodes the metadata of an enveloped Kubernetes protobuf object (`k8s\0` +
@@ -221,7 +206,11 @@ impl<K> Lazy<K> {
     /// A body's bytes as they came off the wire: JSON text, or an enveloped protobuf object
     /// (told apart by its `k8s\0` prefix); the metadata is parsed now.
     fn from_bytes(bytes: Vec<u8>) -> Result<Self, String> {
-        let body = Body::of(bytes)?;
+        Body::of(bytes).and_then(Self::parsed)
+    }
+
+    /// `body` (checked JSON, see [`Body::Json`], or protobuf), its metadata parsed now.
+    fn parsed(body: Body) -> Result<Self, String> {
         let meta = body.metadata()?;
         Ok(Self::with(meta, body))
     }
@@ -493,7 +482,8 @@ impl<'de, K> Deserialize<'de> for Lazy<K> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         if d.is_human_readable() {
             let raw: Box<str> = Box::<RawValue>::deserialize(d)?.into();
-            return Self::from_valid_json(raw).map_err(de::Error::custom);
+            // Checked by `RawValue`; an array or a string fails the metadata parse.
+            return Self::parsed(Body::Json(raw)).map_err(de::Error::custom);
         }
         d.deserialize_newtype_struct("Lazy", BinaryBody(PhantomData))
     }
