@@ -134,6 +134,17 @@ impl Body {
         Ok(Body::Json(json.into_boxed_str()))
     }
 
+    /// [`Body::of`] for text, which needs no second UTF-8 check.
+    fn of_text(text: String) -> Result<Body, String> {
+        if text.starts_with("k8s\0") {
+            return Body::of(text.into_bytes());
+        }
+        if !text.trim_ascii_start().starts_with('{') {
+            return Err("expected a JSON object".into());
+        }
+        Ok(Body::Json(text.into_boxed_str()))
+    }
+
     /// Parses the metadata (without `managedFields`) of a body whose JSON is known to be
     /// valid (see [`meta::metadata_first`]): the members after `metadata` are not read.
     fn metadata(&self) -> Result<ObjectMeta, String> {
@@ -510,10 +521,12 @@ impl<'de, K> Visitor<'de> for BinaryBody<K> {
         Lazy::from_bytes(v).map_err(E::custom)
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Lazy<K>, E> {
-        Lazy::from_bytes(v.as_bytes().to_vec()).map_err(E::custom)
+        Body::of_text(v.to_owned())
+            .and_then(Lazy::parsed)
+            .map_err(E::custom)
     }
     fn visit_string<E: de::Error>(self, v: String) -> Result<Lazy<K>, E> {
-        Lazy::from_bytes(v.into_bytes()).map_err(E::custom)
+        Body::of_text(v).and_then(Lazy::parsed).map_err(E::custom)
     }
 }
 
