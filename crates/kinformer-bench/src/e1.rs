@@ -590,6 +590,7 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
     let writer = server.read_line()?;
     if std::env::var_os("KINFORMER_BENCH_TRACE").is_some() {
         eprintln!("E1 server: {}", writer.trim());
+        eprintln!("E1: CPU time after the updates {:.0} ms", cpu_ms()?);
     }
     let (p50, p99) = progress.percentiles();
     let peak = peak_rss_mib()?;
