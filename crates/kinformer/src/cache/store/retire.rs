@@ -15,18 +15,10 @@
 //!   itself. So at most `BATCH` objects per writing thread and `BATCH × QUEUED` queued ones
 //!   live longer than they would have.
 //! - A thread's partial batch is dropped when the thread exits.
-//! - The batches' vectors are reused: the background thread empties a batch and keeps its
-//!   vector (up to [`SPARE`] of them) for the next writer that fills one. A fresh vector per
-//!   batch would be a 1 KiB allocation on the writer's thread every [`BATCH`] objects, and
-//!   glibc's malloc answers a request of that size by first consolidating every small chunk
-//!   freed since (here: the pieces of the objects the background thread just dropped), which
-//!   put the cost of the drops back on the writer (W4's typed update: 12% of its samples).
 
 use std::cell::Cell;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, OnceLock};
-
-use parking_lot::Mutex;
 
 /// An object waiting to be dropped.
 type Garbage = Arc<dyn Send + Sync>;
@@ -35,11 +27,6 @@ type Garbage = Arc<dyn Send + Sync>;
 const BATCH: usize = 64;
 /// Batches that may wait for the dropping thread.
 const QUEUED: usize = 16;
-/// Emptied batch vectors kept for reuse.
-const SPARE: usize = QUEUED + 4;
-
-/// Emptied batch vectors, taken by writers whose batch is full.
-static SPARES: Mutex<Vec<Vec<Garbage>>> = Mutex::new(Vec::new());
 
 thread_local! {
     /// This thread's partial batch.
@@ -59,12 +46,8 @@ fn dropper() -> Option<&'static SyncSender<Vec<Garbage>>> {
                     // A batch at a time, without yielding in between: a dropper that gives way
                     // per object falls behind whenever the machine is busy, and the writers
                     // then drop their objects themselves (once its queue is full).
-                    for mut batch in rx {
-                        batch.clear();
-                        let mut spares = SPARES.lock();
-                        if spares.len() < SPARE {
-                            spares.push(batch);
-                        }
+                    for batch in rx {
+                        drop(batch);
                     }
                 })
                 .ok()?;
@@ -84,7 +67,6 @@ pub(crate) fn retire<K: Send + Sync + 'static>(obj: Arc<K>) {
     let full = PENDING.try_with(move |pending| {
         let mut batch = pending.take();
         if batch.capacity() == 0 {
-            batch = SPARES.lock().pop().unwrap_or_default();
             batch.reserve_exact(BATCH);
         }
         batch.push(obj);
