@@ -1,7 +1,9 @@
 //! Reading one member of a JSON object without reading the members after it.
 
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde_json::de::{Read, SliceRead, StrRead};
+#[cfg(any(feature = "kube", test))]
+use serde_json::de::SliceRead;
+use serde_json::de::{Read, StrRead};
 
 /// The value of the member `name` of the JSON object `json`, read without reading the
 /// members after it (the ones before it are skipped, with a check of their syntax).
@@ -14,6 +16,7 @@ use serde_json::de::{Read, SliceRead, StrRead};
 /// # Errors
 /// `json` is not an object, or is malformed up to the end of the member's value, or that
 /// value is not a `T`.
+#[cfg(any(feature = "kube", test))]
 pub(crate) fn member_ahead<T: DeserializeOwned>(
     json: &[u8],
     name: &str,

@@ -17,5 +17,7 @@ pub(crate) use lazy::is_lazy;
 #[cfg(all(feature = "fast-json", feature = "kube"))]
 pub(crate) use lazy::sonic_message;
 pub use lazy::{Lazy, full_decodes as lazy_full_decodes};
-pub(crate) use member_ahead::{member_ahead, member_ahead_str};
+#[cfg(feature = "kube")]
+pub(crate) use member_ahead::member_ahead;
+pub(crate) use member_ahead::member_ahead_str;
 pub use selector::{Operator, Requirement, Selector, SelectorParseError};
