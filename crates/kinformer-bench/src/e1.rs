@@ -38,6 +38,19 @@
 //!   list is paged by 500 in both (kinformer with watch-list off).
 //! - `peak_rss_mib`: VmHWM of the bench process (the informer's), not of the server. L0 also
 //!   reports it (not a BENCHMARKS.md metric): the fetched body plus the decoded pods.
+//!
+//! # Diagnostics
+//!
+//! - `KINFORMER_BENCH_TRACE=1`: the client's peak RSS and CPU time at sync and its CPU time
+//!   after the update burst, the server's write time, and the delivery delays per 250 ms of
+//!   write time (count, mean, max), which show whether a high p99 comes from a few stalls or
+//!   from whole stretches of lag.
+//! - `KINFORMER_BENCH_SERVER_WORKERS=<n>`: the server process's runtime gets `n` worker
+//!   threads (default: one per core). Its update writer is a thread of its own besides them,
+//!   so on a 2-core machine the default runs the writer, two server workers and the client's
+//!   threads on two cores, and both peers' delivery delays are mostly waits for a core
+//!   (E1C p50 about 2 ms; with `n = 1`, 0.07–0.10 ms). The benchmark's figures use the
+//!   default. The server ignores the client's `TOKIO_WORKER_THREADS`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -183,7 +196,12 @@ impl ServerProcess {
         if encode == Encode::JsonAndProtobuf {
             args.push("--protobuf".into());
         }
-        let mut child = Command::new(exe)
+        let mut command = Command::new(exe);
+        command.env_remove("TOKIO_WORKER_THREADS");
+        if let Some(workers) = std::env::var_os("KINFORMER_BENCH_SERVER_WORKERS") {
+            command.env("TOKIO_WORKER_THREADS", workers);
+        }
+        let mut child = command
             .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -398,8 +416,8 @@ fn now_us() -> u64 {
 struct Progress {
     adds: AtomicU64,
     updates: AtomicU64,
-    /// Delivery delays of updates, in µs.
-    delays_us: Mutex<Vec<u64>>,
+    /// Write times (wall clock) and delivery delays of updates, in µs.
+    delays_us: Mutex<Vec<(u64, u64)>>,
     all_updates: Notify,
 }
 
@@ -420,15 +438,39 @@ impl Progress {
             .and_then(|a| a.get(WRITTEN_AT))
             .and_then(|v| v.parse::<u64>().ok());
         let Some(written) = written else { return };
-        self.delays_us.lock().push(now_us().saturating_sub(written));
+        self.delays_us
+            .lock()
+            .push((written, now_us().saturating_sub(written)));
         if self.updates.fetch_add(1, Ordering::Relaxed) + 1 == PODS as u64 {
             self.all_updates.notify_one();
         }
     }
 
+    /// Per 250 ms of write time from the first write: (start ms, count, mean ms, max ms).
+    fn windows(&self) -> Vec<(u64, usize, f64, f64)> {
+        const WINDOW_US: u64 = 250_000;
+        let delays = self.delays_us.lock();
+        let first = delays.iter().map(|&(w, _)| w).min().unwrap_or(0);
+        let mut windows: std::collections::BTreeMap<u64, (usize, u64, u64)> =
+            std::collections::BTreeMap::new();
+        for &(written, delay) in delays.iter() {
+            let w = windows.entry((written - first) / WINDOW_US).or_default();
+            w.0 += 1;
+            w.1 += delay;
+            w.2 = w.2.max(delay);
+        }
+        windows
+            .into_iter()
+            .map(|(i, (n, sum, max))| {
+                let start_ms = i * WINDOW_US / 1000;
+                (start_ms, n, sum as f64 / n as f64 / 1e3, max as f64 / 1e3)
+            })
+            .collect()
+    }
+
     /// p50 and p99 in ms.
     fn percentiles(&self) -> (f64, f64) {
-        let mut d = self.delays_us.lock().clone();
+        let mut d: Vec<u64> = self.delays_us.lock().iter().map(|&(_, d)| d).collect();
         d.sort_unstable();
         let at = |q: f64| {
             if d.is_empty() {
@@ -591,6 +633,11 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
     if std::env::var_os("KINFORMER_BENCH_TRACE").is_some() {
         eprintln!("E1 server: {}", writer.trim());
         eprintln!("E1: CPU time after the updates {:.0} ms", cpu_ms()?);
+        for (start_ms, n, mean, max) in progress.windows() {
+            eprintln!(
+                "E1: writes from {start_ms:>5} ms: {n:>6} updates, delay mean {mean:>6.2} ms, max {max:>6.2} ms"
+            );
+        }
     }
     let (p50, p99) = progress.percentiles();
     let peak = peak_rss_mib()?;
@@ -813,8 +860,20 @@ mod tests {
     #[test]
     fn percentiles_pick_the_nearest_rank() {
         let p = Progress::new();
-        p.delays_us.lock().extend((1..=100).map(|ms| ms * 1000));
+        p.delays_us
+            .lock()
+            .extend((1..=100).map(|ms| (0, ms * 1000)));
         assert_eq!(p.percentiles(), (51.0, 99.0));
+    }
+
+    #[test]
+    fn windows_group_delays_by_write_time() {
+        let p = Progress::new();
+        // Written at 1 s, 1.1 s and 1.3 s (wall clock, µs) with delays of 1, 3 and 10 ms.
+        p.delays_us
+            .lock()
+            .extend([(1_000_000, 1_000), (1_100_000, 3_000), (1_300_000, 10_000)]);
+        assert_eq!(p.windows(), vec![(0, 2, 2.0, 3.0), (250, 1, 10.0, 10.0)]);
     }
 
     #[test]
