@@ -116,6 +116,14 @@ enum Body {
     Protobuf(Box<[u8]>),
 }
 
+const NOT_AN_OBJECT: &str = "expected a JSON object";
+
+/// True if `json` starts (after whitespace) with `{`. serde's derived structs also read
+/// arrays, field by field, so anything else is refused before its metadata parse.
+fn opens_object(json: &str) -> bool {
+    json.trim_ascii_start().starts_with('{')
+}
+
 impl Body {
     /// Bytes as a binary format carries a body: an enveloped protobuf object (its `k8s\0`
     /// prefix) or a JSON object.
@@ -127,11 +135,7 @@ impl Body {
         if bytes.starts_with(b"k8s\0") {
             return Err("a protobuf body, but the protobuf feature is off".into());
         }
-        if !bytes.trim_ascii_start().starts_with(b"{") {
-            return Err("expected a JSON object".into());
-        }
-        let json = String::from_utf8(bytes).map_err(|e| e.to_string())?;
-        Ok(Body::Json(json.into_boxed_str()))
+        Body::json(String::from_utf8(bytes).map_err(|e| e.to_string())?)
     }
 
     /// [`Body::of`] for text, which needs no second UTF-8 check.
@@ -139,8 +143,13 @@ impl Body {
         if text.starts_with("k8s\0") {
             return Body::of(text.into_bytes());
         }
-        if !text.trim_ascii_start().starts_with('{') {
-            return Err("expected a JSON object".into());
+        Body::json(text)
+    }
+
+    /// JSON text, refused unless it is an object.
+    fn json(text: String) -> Result<Body, String> {
+        if !opens_object(&text) {
+            return Err(NOT_AN_OBJECT.into());
         }
         Ok(Body::Json(text.into_boxed_str()))
     }
@@ -175,11 +184,8 @@ impl<K> Lazy<K> {
     /// The body is not a JSON object, or its `metadata` is malformed.
     pub fn from_json(json: impl Into<String>) -> Result<Self, serde_json::Error> {
         let raw = json.into().into_boxed_str();
-        // serde's derived structs also read arrays, field by field: refuse them first.
-        if !raw.trim_start().starts_with('{') {
-            return Err(<serde_json::Error as de::Error>::custom(
-                "expected a JSON object",
-            ));
+        if !opens_object(&raw) {
+            return Err(<serde_json::Error as de::Error>::custom(NOT_AN_OBJECT));
         }
         // Not known to be valid: the parse reads (and so checks) the whole body.
         let envelope: Envelope = meta::from_json(&raw)?;
