@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::precise_timer::PreciseTimer;
 use super::queue::{Queue, QueueConfig};
 use crate::hash::FastMap;
 
@@ -29,6 +30,9 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 /// - **No polling**: one background task sleeps until the next ready time. It is started by the
 ///   first delayed add and stops when the queue shuts down or every handle is dropped; waiting
 ///   items are then discarded.
+/// - **On time to tens of microseconds, not to the millisecond**: tokio's timer counts whole
+///   milliseconds (an item would be up to 1 ms late), so the task also wakes on a precise
+///   timer armed for the exact ready time (one thread per process keeps them).
 /// - All time is [`tokio::time`], so tests can use the paused clock.
 ///
 /// ```
@@ -320,6 +324,7 @@ async fn timer_loop<T>(
     T: Clone + Eq + Hash + Send + Sync + 'static,
 {
     let mut ready = Vec::new();
+    let precise = PreciseTimer::new();
     loop {
         let next = {
             let Some(waiting) = waiting.upgrade() else {
@@ -331,14 +336,29 @@ async fn timer_loop<T>(
         if !ready.is_empty() {
             queue.add_all(&mut ready);
         }
+        // Armed for the same time from now as the tokio sleep: under a paused test clock
+        // (which runs ahead of the real one) it then fires only after that sleep.
+        if let (Some(timer), Some(at)) = (&precise, next) {
+            timer.arm(at.saturating_duration_since(Instant::now()));
+        }
         // `notify_one` keeps a permit when nobody waits, so an add between `take_ready` and
-        // this point still wakes us.
+        // this point still wakes us. Whichever timer fires first wakes the task; the loop
+        // then takes what is ready by the clock (a stale firing takes nothing).
         tokio::select! {
             biased;
             () = stop.cancelled() => return,
             () = wake.notified() => {}
             () = sleep_until_some(next) => {}
+            () = fired_if_armed(precise.as_ref(), next.is_some()) => {}
         }
+    }
+}
+
+/// The precise timer's next firing, if there is one and it is armed; else never.
+async fn fired_if_armed(timer: Option<&PreciseTimer>, armed: bool) {
+    match timer {
+        Some(timer) if armed => timer.fired().await,
+        _ => std::future::pending().await,
     }
 }
 

@@ -39,6 +39,7 @@ mod delaying;
 mod error;
 pub mod metrics;
 mod parallelize;
+mod precise_timer;
 #[cfg(feature = "prometheus")]
 mod prometheus;
 mod queue;

@@ -1,0 +1,201 @@
+//! A wake-up finer than tokio's timer, for the delaying queues' timer tasks.
+//!
+//! tokio's timer wheel counts whole milliseconds: a `sleep_until` fires at the first tick at or
+//! after its deadline, so an item would become ready up to 1 ms after its time (0.5 ms on
+//! average) — a fifth of client-go's default 5 ms base retry delay. A timer task therefore
+//! also arms a [`PreciseTimer`] and wakes at whichever fires first. Precise timers are kept by
+//! one thread per process, which sleeps on a condition variable until the earliest deadline
+//! (the system's own timer resolution, tens of microseconds) and wakes the timer's task
+//! through a [`Notify`]. The task's tokio sleep stays: it is what a paused test clock advances
+//! (a precise timer runs on the real clock, armed for the same time from now), and the whole
+//! timer if the thread cannot be started.
+
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::Notify;
+
+/// The process's precise timers and the thread that fires them.
+struct Timers {
+    state: Mutex<State>,
+    /// Signalled when a deadline earlier than the one the thread sleeps for is armed.
+    earlier: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// One slot per live timer (a dead one's slot is taken by the next new timer).
+    slots: Vec<Slot>,
+    /// The deadline the thread sleeps until; `None` while it runs or sleeps with none.
+    sleeping_until: Option<Instant>,
+    /// The thread sleeps with no deadline at all.
+    sleeping_idle: bool,
+}
+
+struct Slot {
+    task: Weak<Notify>,
+    deadline: Option<Instant>,
+}
+
+static TIMERS: OnceLock<Option<Arc<Timers>>> = OnceLock::new();
+
+fn timers() -> Option<&'static Arc<Timers>> {
+    TIMERS
+        .get_or_init(|| {
+            let timers = Arc::new(Timers {
+                state: Mutex::new(State::default()),
+                earlier: Condvar::new(),
+            });
+            let run = Arc::clone(&timers);
+            match std::thread::Builder::new()
+                .name("kinformer-timer".into())
+                .spawn(move || run.fire_forever())
+            {
+                Ok(_) => Some(timers),
+                Err(e) => {
+                    tracing::warn!(error = %e, "delaying queues: no timer thread; tokio's timer alone");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+impl Timers {
+    fn fire_forever(&self) {
+        let mut state = self.state.lock();
+        loop {
+            let now = Instant::now();
+            let mut next: Option<Instant> = None;
+            for slot in &mut state.slots {
+                let Some(at) = slot.deadline else { continue };
+                if at <= now {
+                    slot.deadline = None;
+                    if let Some(task) = slot.task.upgrade() {
+                        task.notify_one();
+                    }
+                } else {
+                    next = Some(next.map_or(at, |n| n.min(at)));
+                }
+            }
+            match next {
+                Some(at) => {
+                    state.sleeping_until = Some(at);
+                    self.earlier.wait_until(&mut state, at);
+                    state.sleeping_until = None;
+                }
+                None => {
+                    state.sleeping_idle = true;
+                    self.earlier.wait(&mut state);
+                    state.sleeping_idle = false;
+                }
+            }
+        }
+    }
+}
+
+/// A one-shot timer on the real clock, re-armed for each deadline.
+pub(crate) struct PreciseTimer {
+    timers: &'static Timers,
+    slot: usize,
+    task: Arc<Notify>,
+}
+
+impl PreciseTimer {
+    /// A new disarmed timer, or `None` if the timer thread could not be started (logged).
+    pub(crate) fn new() -> Option<Self> {
+        let timers = timers()?;
+        let task = Arc::new(Notify::new());
+        let mut state = timers.state.lock();
+        let fresh = Slot {
+            task: Arc::downgrade(&task),
+            deadline: None,
+        };
+        let slot = match state.slots.iter().position(|s| s.task.strong_count() == 0) {
+            Some(free) => {
+                state.slots[free] = fresh;
+                free
+            }
+            None => {
+                state.slots.push(fresh);
+                state.slots.len() - 1
+            }
+        };
+        Some(PreciseTimer { timers, slot, task })
+    }
+
+    /// Arms the timer to fire `after` from now, replacing any earlier deadline.
+    pub(crate) fn arm(&self, after: Duration) {
+        // Beyond the clock's range: never (the tokio sleep covers it).
+        let Some(at) = Instant::now().checked_add(after) else {
+            return;
+        };
+        let mut state = self.timers.state.lock();
+        state.slots[self.slot].deadline = Some(at);
+        // The thread scans every deadline before it sleeps (under the lock): it needs waking
+        // only if it already sleeps, for longer than this.
+        if state.sleeping_idle || state.sleeping_until.is_some_and(|until| at < until) {
+            self.timers.earlier.notify_one();
+        }
+    }
+
+    /// Waits until the timer fires. A firing while nobody waits is kept for the next wait
+    /// (so it may be stale: the caller checks the time itself).
+    pub(crate) async fn fired(&self) {
+        self.task.notified().await;
+    }
+}
+
+impl Drop for PreciseTimer {
+    fn drop(&mut self) {
+        self.timers.state.lock().slots[self.slot].deadline = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn fires_once_armed_and_a_new_deadline_replaces_the_old() {
+        let timer = PreciseTimer::new().expect("a timer thread");
+        timer.arm(Duration::from_millis(2));
+        timer.fired().await;
+        // Armed far ahead, then brought near: the near deadline fires.
+        timer.arm(Duration::from_secs(3600));
+        timer.arm(Duration::from_micros(200));
+        tokio::time::timeout(Duration::from_secs(30), timer.fired())
+            .await
+            .expect("fired at the replaced deadline");
+        // Armed far ahead, it does not fire.
+        timer.arm(Duration::from_secs(3600));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), timer.fired())
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn timers_fire_each_at_their_own_deadline_and_a_dropped_ones_slot_is_reused() {
+        let near = PreciseTimer::new().unwrap();
+        let far = PreciseTimer::new().unwrap();
+        far.arm(Duration::from_secs(3600));
+        near.arm(Duration::from_millis(1));
+        near.fired().await;
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), far.fired())
+                .await
+                .is_err()
+        );
+        drop(far);
+        // A live timer's slot is never handed out again.
+        let again = PreciseTimer::new().unwrap();
+        assert_ne!(again.slot, near.slot);
+        again.arm(Duration::from_millis(1));
+        tokio::time::timeout(Duration::from_secs(30), again.fired())
+            .await
+            .expect("the new timer fires");
+    }
+}
