@@ -161,7 +161,9 @@ mod tests {
     async fn fires_once_armed_and_a_new_deadline_replaces_the_old() {
         let timer = PreciseTimer::new().expect("a timer thread");
         timer.arm(Duration::from_millis(2));
-        timer.fired().await;
+        tokio::time::timeout(Duration::from_secs(30), timer.fired())
+            .await
+            .expect("fired once armed");
         // Armed far ahead, then brought near: the near deadline fires.
         timer.arm(Duration::from_secs(3600));
         timer.arm(Duration::from_micros(200));
@@ -183,7 +185,9 @@ mod tests {
         let far = PreciseTimer::new().unwrap();
         far.arm(Duration::from_secs(3600));
         near.arm(Duration::from_millis(1));
-        near.fired().await;
+        tokio::time::timeout(Duration::from_secs(30), near.fired())
+            .await
+            .expect("the near timer fires");
         assert!(
             tokio::time::timeout(Duration::from_millis(20), far.fired())
                 .await
