@@ -30,9 +30,9 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 /// - **No polling**: one background task sleeps until the next ready time. It is started by the
 ///   first delayed add and stops when the queue shuts down or every handle is dropped; waiting
 ///   items are then discarded.
-/// - **On time to tens of microseconds, not to the millisecond**: tokio's timer counts whole
-///   milliseconds (an item would be up to 1 ms late), so the task also wakes on a precise
-///   timer armed for the exact ready time (one thread per process keeps them).
+/// - **On time to a quarter of a millisecond**: tokio's timer counts whole milliseconds (an
+///   item would be up to 1 ms late), so the task also wakes on a precise timer armed for the
+///   ready time rounded up to 0.25 ms (one thread per process keeps them).
 /// - All time is [`tokio::time`], so tests can use the paused clock.
 ///
 /// ```

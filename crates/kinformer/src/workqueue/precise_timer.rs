@@ -5,8 +5,8 @@
 //! average) — a fifth of client-go's default 5 ms base retry delay. A timer task therefore
 //! also arms a [`PreciseTimer`] and wakes at whichever fires first. Precise timers are kept by
 //! one thread per process, which sleeps on a condition variable until the earliest deadline
-//! (the system's own timer resolution, tens of microseconds) and wakes the timer's task
-//! through a [`Notify`]. The task's tokio sleep stays: it is what a paused test clock advances
+//! (rounded up to a 0.25 ms grid, which bounds the wakes of a dense stream of items) and
+//! wakes the timer's task through a [`Notify`]. The task's tokio sleep stays: it is what a paused test clock advances
 //! (a precise timer runs on the real clock, armed for the same time from now), and the whole
 //! timer if the thread cannot be started.
 
@@ -16,8 +16,16 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::Notify;
 
+/// Deadlines are rounded up to a grid of this step. Waking for every item of a dense stream
+/// (W3: 100,000 items in a second) cost six times the CPU of tokio's 1 ms ticks, which take
+/// ~100 items a wake (measured: 0.6 s against 0.11 s); on this grid an item is at most
+/// 0.25 ms late and a queue wakes at most 4,000 times a second (0.25 s of CPU for W3).
+const GRID: Duration = Duration::from_micros(250);
+
 /// The process's precise timers and the thread that fires them.
 struct Timers {
+    /// The grid's origin.
+    origin: Instant,
     state: Mutex<State>,
     /// Signalled when a deadline earlier than the one the thread sleeps for is armed.
     earlier: Condvar,
@@ -44,6 +52,7 @@ fn timers() -> Option<&'static Arc<Timers>> {
     TIMERS
         .get_or_init(|| {
             let timers = Arc::new(Timers {
+                origin: Instant::now(),
                 state: Mutex::new(State::default()),
                 earlier: Condvar::new(),
             });
@@ -63,6 +72,15 @@ fn timers() -> Option<&'static Arc<Timers>> {
 }
 
 impl Timers {
+    /// `at` rounded up to the grid.
+    fn on_grid(&self, at: Instant) -> Option<Instant> {
+        let since = at.saturating_duration_since(self.origin).as_nanos();
+        let step = GRID.as_nanos();
+        let steps = u64::try_from(since.div_ceil(step)).ok()?;
+        let offset = Duration::from_nanos(steps.checked_mul(u64::try_from(step).ok()?)?);
+        self.origin.checked_add(offset)
+    }
+
     fn fire_forever(&self) {
         let mut state = self.state.lock();
         loop {
@@ -125,10 +143,14 @@ impl PreciseTimer {
         Some(PreciseTimer { timers, slot, task })
     }
 
-    /// Arms the timer to fire `after` from now, replacing any earlier deadline.
+    /// Arms the timer to fire `after` from now (rounded up to the grid), replacing any
+    /// earlier deadline.
     pub(crate) fn arm(&self, after: Duration) {
         // Beyond the clock's range: never (the tokio sleep covers it).
-        let Some(at) = Instant::now().checked_add(after) else {
+        let Some(at) = Instant::now()
+            .checked_add(after)
+            .and_then(|at| self.timers.on_grid(at))
+        else {
             return;
         };
         let mut state = self.timers.state.lock();
@@ -177,6 +199,16 @@ mod tests {
                 .await
                 .is_err()
         );
+    }
+
+    #[test]
+    fn deadlines_round_up_to_the_grid() {
+        let timers = timers().expect("a timer thread");
+        let at = timers.origin + GRID * 2 + Duration::from_nanos(1);
+        assert_eq!(timers.on_grid(at), Some(timers.origin + GRID * 3));
+        let on = timers.origin + GRID * 4;
+        assert_eq!(timers.on_grid(on), Some(on));
+        assert_eq!(timers.on_grid(timers.origin), Some(timers.origin));
     }
 
     #[tokio::test]
