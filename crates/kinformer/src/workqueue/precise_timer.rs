@@ -6,9 +6,9 @@
 //! also arms a [`PreciseTimer`] and wakes at whichever fires first. Precise timers are kept by
 //! one thread per process, which sleeps on a condition variable until the earliest deadline
 //! (rounded up to a 0.25 ms grid, which bounds the wakes of a dense stream of items) and
-//! wakes the timer's task through a [`Notify`]. The task's tokio sleep stays: it is what a paused test clock advances
-//! (a precise timer runs on the real clock, armed for the same time from now), and the whole
-//! timer if the thread cannot be started.
+//! wakes the timer's task through a [`Notify`]. The task's tokio sleep stays: it is what a
+//! paused test clock advances (a precise timer runs on the real clock, armed for the same time
+//! from now), and the whole timer if the thread cannot be started.
 
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
