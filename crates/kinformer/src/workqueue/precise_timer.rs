@@ -35,10 +35,19 @@ struct Timers {
 struct State {
     /// One slot per live timer (a dead one's slot is taken by the next new timer).
     slots: Vec<Slot>,
-    /// The deadline the thread sleeps until; `None` while it runs or sleeps with none.
-    sleeping_until: Option<Instant>,
-    /// The thread sleeps with no deadline at all.
-    sleeping_idle: bool,
+    /// What the thread is doing.
+    thread: Thread,
+}
+
+/// The timer thread: scanning the deadlines (under the lock), or asleep.
+#[derive(Default, Clone, Copy)]
+enum Thread {
+    #[default]
+    Scanning,
+    /// Until this deadline.
+    SleepsUntil(Instant),
+    /// With no deadline at all.
+    SleepsIdle,
 }
 
 struct Slot {
@@ -99,16 +108,15 @@ impl Timers {
             }
             match next {
                 Some(at) => {
-                    state.sleeping_until = Some(at);
+                    state.thread = Thread::SleepsUntil(at);
                     self.earlier.wait_until(&mut state, at);
-                    state.sleeping_until = None;
                 }
                 None => {
-                    state.sleeping_idle = true;
+                    state.thread = Thread::SleepsIdle;
                     self.earlier.wait(&mut state);
-                    state.sleeping_idle = false;
                 }
             }
+            state.thread = Thread::Scanning;
         }
     }
 }
@@ -157,7 +165,12 @@ impl PreciseTimer {
         state.slots[self.slot].deadline = Some(at);
         // The thread scans every deadline before it sleeps (under the lock): it needs waking
         // only if it already sleeps, for longer than this.
-        if state.sleeping_idle || state.sleeping_until.is_some_and(|until| at < until) {
+        let later = match state.thread {
+            Thread::Scanning => false,
+            Thread::SleepsUntil(until) => at < until,
+            Thread::SleepsIdle => true,
+        };
+        if later {
             self.timers.earlier.notify_one();
         }
     }
@@ -212,7 +225,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn timers_fire_each_at_their_own_deadline_and_a_dropped_ones_slot_is_reused() {
+    async fn timers_fire_each_at_their_own_deadline_and_a_live_ones_slot_is_never_reused() {
         let near = PreciseTimer::new().unwrap();
         let far = PreciseTimer::new().unwrap();
         far.arm(Duration::from_secs(3600));
