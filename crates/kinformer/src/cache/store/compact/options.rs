@@ -67,7 +67,9 @@ impl CompactOptions {
     }
 
     /// The zstd compression level (1–19; higher is smaller and slower to write, reads barely
-    /// change).
+    /// change). Up to level 3 the match-finding tables are sized for the dictionary (a
+    /// quarter entry per dictionary byte) rather than for a long stream, since every object
+    /// is compressed on its own against the dictionary.
     pub fn level(mut self, level: i32) -> Self {
         self.level = level;
         self
