@@ -33,8 +33,8 @@
 //!
 //! The burst's delivery percentiles depend on the load as much as on the client: the writer
 //! shares two cores with the server's workers and the client, so a client that spends less
-//! CPU per update lets it write faster and is then measured under a denser stream (E1C's
-//! server wrote 30,000 updates/s where kube-runtime's wrote 25,600 in the same session). A
+//! CPU per update lets it write faster and is then measured under a denser stream (E1C took
+//! in 30,000–46,000 updates/s where kube-runtime took in 25,600–37,000, same sessions). A
 //! second, paced round makes the load the same for every peer: `update <n> <per_s>` writes
 //! pods `0..n` at a fixed pace, here 50,000 updates at 10,000/s (realistic pods: 5,000 at
 //! 1,000/s, as the server writes those ten times slower; every peer keeps up), and
@@ -111,7 +111,7 @@ pub(crate) const GROUP: Group = Group {
 const PODS: usize = 100_000;
 /// Updates of the paced round and their pace per second, for bench pods and for realistic
 /// pods: a fixed load that every peer and the server's writer keep up with on a 2-core
-/// machine (the burst reaches 17,000–37,000 bench pods and 3,000–3,600 realistic pods a
+/// machine (the burst reaches 17,000–46,000 bench pods and 3,000–3,700 realistic pods a
 /// second), so that its delivery percentiles measure the client's path under the same load
 /// for every peer (see the module docs).
 const PACED: (usize, f64) = (50_000, 10_000.0);
