@@ -83,11 +83,12 @@ fn timers() -> Option<&'static Arc<Timers>> {
 impl Timers {
     /// `at` rounded up to the grid.
     fn on_grid(&self, at: Instant) -> Option<Instant> {
-        let since = at.saturating_duration_since(self.origin).as_nanos();
-        let step = GRID.as_nanos();
-        let steps = u64::try_from(since.div_ceil(step)).ok()?;
-        let offset = Duration::from_nanos(steps.checked_mul(u64::try_from(step).ok()?)?);
-        self.origin.checked_add(offset)
+        let past = at.saturating_duration_since(self.origin).as_nanos() % GRID.as_nanos();
+        if past == 0 {
+            return Some(at);
+        }
+        // `past` is below the step, so it fits.
+        at.checked_add(GRID - Duration::from_nanos(u64::try_from(past).ok()?))
     }
 
     fn fire_forever(&self) {
@@ -165,12 +166,12 @@ impl PreciseTimer {
         state.slots[self.slot].deadline = Some(at);
         // The thread scans every deadline before it sleeps (under the lock): it needs waking
         // only if it already sleeps, for longer than this.
-        let later = match state.thread {
+        let sleeps_past_it = match state.thread {
             Thread::Scanning => false,
             Thread::SleepsUntil(until) => at < until,
             Thread::SleepsIdle => true,
         };
-        if later {
+        if sleeps_past_it {
             self.timers.earlier.notify_one();
         }
     }
