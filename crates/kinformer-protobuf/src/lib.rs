@@ -73,7 +73,7 @@ pub fn has_schema(api_version: &str, kind: &str) -> bool {
 }
 
 /// Builds the schema now. It is otherwise built at the first decode or encode of the process
-/// (about 20 ms of CPU on a 2-core machine): a client can have it built on another thread
+/// (5–10 ms of CPU on a 2-core machine): a client can have it built on another thread
 /// while its first request is in flight.
 ///
 /// ```

@@ -9,16 +9,19 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use prost::Message as _;
-use prost_types::field_descriptor_proto::{Label, Type};
+
+use self::descriptor::{DescriptorProto, FileDescriptorSet, Label, Type};
 
 use crate::error::Error;
 
+mod descriptor;
+
 /// The descriptor set compiled from `proto/k8s.io/**/generated.proto` (see `proto/README.md`).
-pub(crate) const DESCRIPTORS: &[u8] = include_bytes!("../proto/descriptors.bin");
+pub(crate) const DESCRIPTORS: &[u8] = include_bytes!("../../proto/descriptors.bin");
 /// Per message, the value fields Go's JSON encoder omits when zero (see `proto/vendor.py`).
-const OMITEMPTY: &str = include_str!("../proto/omitempty.txt");
+const OMITEMPTY: &str = include_str!("../../proto/omitempty.txt");
 /// Per message, the embedded structs whose fields Go's JSON inlines (see `proto/vendor.py`).
-const INLINE: &str = include_str!("../proto/inline.txt");
+const INLINE: &str = include_str!("../../proto/inline.txt");
 
 /// Index of a message in [`Schema::messages`].
 pub(crate) type MessageId = u32;
@@ -98,7 +101,9 @@ pub(crate) struct MessageDesc {
     pub fields: Vec<Field>,
     /// Field number → index in `fields` + 1 (0: no such field), for numbers below 1024.
     by_number: Vec<u16>,
-    by_name: HashMap<Box<str>, usize>,
+    /// Indices in `fields`, in the order of the fields' names (a binary search finds a name
+    /// without a second copy of it).
+    by_name: Box<[u32]>,
     pub special: Special,
     /// Indices in `fields` of the inlined fields.
     pub inlined: Vec<usize>,
@@ -117,7 +122,11 @@ impl MessageDesc {
 
     /// The field with this JSON name.
     pub(crate) fn field_named(&self, name: &str) -> Option<&Field> {
-        self.by_name.get(name).and_then(|i| self.fields.get(*i))
+        let i = self
+            .by_name
+            .binary_search_by(|&i| self.fields[i as usize].name.as_ref().cmp(name))
+            .ok()?;
+        self.fields.get(self.by_name[i] as usize)
     }
 }
 
@@ -155,7 +164,7 @@ impl Schema {
         omitempty: &str,
         inline: &str,
     ) -> Result<Schema, Error> {
-        let set = prost_types::FileDescriptorSet::decode(descriptors)
+        let set = FileDescriptorSet::decode(descriptors)
             .map_err(|e| Error::Invalid(format!("descriptor set: {e}")))?;
         // First pass: names of every message, nested ones included.
         let mut protos = Vec::new();
@@ -239,17 +248,17 @@ impl Schema {
                     *slot = idx;
                 }
             }
-            let by_name = fields
-                .iter()
-                .enumerate()
-                .map(|(i, f)| (f.name.clone(), i))
+            let mut by_name: Vec<u32> = (0..fields.len())
+                .filter_map(|i| u32::try_from(i).ok())
                 .collect();
+            by_name
+                .sort_unstable_by(|&a, &b| fields[a as usize].name.cmp(&fields[b as usize].name));
             let special = special_of(name, &fields);
             messages.push(MessageDesc {
                 name: name.clone().into_boxed_str(),
                 fields,
                 by_number,
-                by_name,
+                by_name: by_name.into_boxed_slice(),
                 special,
                 inlined: Vec::new(),
             });
@@ -294,16 +303,14 @@ fn numbers_table(text: &str) -> HashMap<&str, Vec<u32>> {
         .collect()
 }
 
-fn collect(
-    prefix: &str,
-    m: &prost_types::DescriptorProto,
-    out: &mut Vec<(String, prost_types::DescriptorProto)>,
-) {
+/// Every message of `m` (itself and the nested ones) with its full name, borrowed from the
+/// descriptor set: copying them would double what building the schema allocates.
+fn collect<'a>(prefix: &str, m: &'a DescriptorProto, out: &mut Vec<(String, &'a DescriptorProto)>) {
     let name = format!("{prefix}.{}", m.name());
     for nested in &m.nested_type {
         collect(&name, nested, out);
     }
-    out.push((name, m.clone()));
+    out.push((name, m));
 }
 
 fn special_of(name: &str, fields: &[Field]) -> Special {
@@ -357,5 +364,29 @@ mod tests {
         assert!(c.field_named("containers").is_none() && c.field_named("env").unwrap().repeated);
         let probe = s.message(s.message_id("k8s.io.api.core.v1.Probe").unwrap());
         assert!(probe.field_named("handler").unwrap().inline && probe.inlined.len() == 1);
+    }
+
+    #[test]
+    fn every_field_is_found_by_its_name_and_no_other() {
+        let s = Schema::get().unwrap();
+        let mut fields = 0;
+        for m in &s.messages {
+            for f in &m.fields {
+                let found = m.field_named(&f.name).unwrap();
+                assert_eq!(
+                    (found.number, &found.name),
+                    (f.number, &f.name),
+                    "{}",
+                    m.name
+                );
+                fields += 1;
+            }
+            assert!(m.field_named("").is_none() && m.field_named("~none").is_none());
+        }
+        assert!(
+            s.messages.len() > 1_000 && fields > 1_000,
+            "{} messages, {fields} fields",
+            s.messages.len()
+        );
     }
 }
