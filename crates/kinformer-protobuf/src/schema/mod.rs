@@ -248,9 +248,7 @@ impl Schema {
                     *slot = idx;
                 }
             }
-            let mut by_name: Vec<u32> = (0..fields.len())
-                .filter_map(|i| u32::try_from(i).ok())
-                .collect();
+            let mut by_name: Vec<u32> = (0..).take(fields.len()).collect();
             by_name
                 .sort_unstable_by(|&a, &b| fields[a as usize].name.cmp(&fields[b as usize].name));
             let special = special_of(name, &fields);
