@@ -1,8 +1,9 @@
-//! A counting global allocator for the memory workloads: it forwards to the system allocator
-//! and keeps the number of bytes currently allocated.
+//! A counting global allocator for the memory workloads: it forwards to the allocator the
+//! `kinformer` command uses (jemalloc with the default `jemalloc` feature, else the system
+//! allocator) and keeps the number of bytes currently allocated.
 //!
 //! It only counts when installed as the program's global allocator (the `kinformer-bench`
-//! binary installs it; the product binary `kinformer` uses the system allocator), and only
+//! binary installs it), and only
 //! once [`start_counting`] was called: the workloads that report heap figures (the `cache`
 //! group) call it first, every other workload allocates without the counters' two shared
 //! atomic updates per allocation (contended when several threads allocate, as an informer's
@@ -25,8 +26,23 @@
 //!
 //! Heap figures are then `live_bytes()` after a phase minus `live_bytes()` before it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+
+/// The allocator [`CountingAlloc`] forwards to: the one the `kinformer` command uses, so
+/// that the workloads measure what it runs.
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+type Inner = tikv_jemallocator::Jemalloc;
+#[cfg(not(all(feature = "jemalloc", not(target_env = "msvc"))))]
+type Inner = std::alloc::System;
+const INNER: Inner = Inner {};
+
+/// The allocator the workloads run on, for their reports: `"jemalloc"` or `"system"`.
+pub const ALLOCATOR: &str = if cfg!(all(feature = "jemalloc", not(target_env = "msvc"))) {
+    "jemalloc"
+} else {
+    "system"
+};
 
 static COUNTING: AtomicBool = AtomicBool::new(false);
 /// Signed: a block allocated before counting started and freed after subtracts its size.
@@ -64,12 +80,12 @@ fn shrank(size: usize) {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CountingAlloc;
 
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged; the counter
+// SAFETY: every method forwards to the inner allocator with the caller's arguments unchanged; the counter
 // is only bookkeeping and never affects the returned memory.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as is; the caller upholds `alloc`'s contract.
-        let p = unsafe { System.alloc(layout) };
+        let p = unsafe { INNER.alloc(layout) };
         if !p.is_null() {
             grew(layout.size());
         }
@@ -78,7 +94,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as is.
-        let p = unsafe { System.alloc_zeroed(layout) };
+        let p = unsafe { INNER.alloc_zeroed(layout) };
         if !p.is_null() {
             grew(layout.size());
         }
@@ -87,13 +103,13 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded as is; `ptr` came from this allocator with `layout`.
-        unsafe { System.dealloc(ptr, layout) };
+        unsafe { INNER.dealloc(ptr, layout) };
         shrank(layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded as is.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        let p = unsafe { INNER.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             shrank(layout.size());
             grew(new_size);

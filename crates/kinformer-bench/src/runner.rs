@@ -84,6 +84,7 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
         ]
     };
     let exe = std::env::current_exe()?;
+    eprintln!("bench: allocator {}", crate::alloc::ALLOCATOR);
     let mut stdout = std::io::stdout().lock();
     let mut medians: Vec<(String, Metrics)> = Vec::new();
     for group in groups {

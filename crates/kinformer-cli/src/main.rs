@@ -9,6 +9,13 @@ mod watch;
 
 use clap::{Parser, Subcommand};
 
+/// jemalloc: an informer's writer allocates each new object while the old one is freed on
+/// another thread (see the README's "Allocator"); glibc's allocator makes the writer pay for
+/// those frees, jemalloc does not.
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// kinformer: Kubernetes controller machinery for Rust.
 #[derive(Debug, Parser)]
 #[command(name = "kinformer", version, about)]
