@@ -1,11 +1,10 @@
-//! A counting global allocator for the memory workloads: it forwards to the allocator the
-//! `kinformer` command uses (jemalloc with the default `jemalloc` feature, else the system
-//! allocator) and keeps the number of bytes currently allocated.
+//! A counting global allocator for the memory workloads: it forwards to jemalloc with the
+//! opt-in `jemalloc` feature (as the `kinformer` command does with its own), else to the system
+//! allocator, and keeps the number of bytes currently allocated.
 //!
 //! It only counts when installed as the program's global allocator (the `kinformer-bench`
-//! binary installs it), and only
-//! once [`start_counting`] was called: the workloads that report heap figures (the `cache`
-//! group) call it first, every other workload allocates without the counters' two shared
+//! binary installs it), and only once [`start_counting`] was called: the workloads that report
+//! heap figures (the `cache` group) call it first, every other workload allocates without the counters' two shared
 //! atomic updates per allocation (contended when several threads allocate, as an informer's
 //! reflector and process loop do), so that their timings do not include the instrument:
 //!
@@ -29,20 +28,22 @@
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
-/// The allocator [`CountingAlloc`] forwards to: the one the `kinformer` command uses, so
-/// that the workloads measure what it runs.
+/// The allocator [`CountingAlloc`] forwards to, and its name for the runner's report.
 #[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
-type Inner = tikv_jemallocator::Jemalloc;
+mod inner {
+    pub(super) type Inner = tikv_jemallocator::Jemalloc;
+    /// The allocator the workloads run on.
+    pub const ALLOCATOR: &str = "jemalloc";
+}
+/// The allocator [`CountingAlloc`] forwards to, and its name for the runner's report.
 #[cfg(not(all(feature = "jemalloc", not(target_env = "msvc"))))]
-type Inner = std::alloc::System;
-const INNER: Inner = Inner {};
-
-/// The allocator the workloads run on, for their reports: `"jemalloc"` or `"system"`.
-pub const ALLOCATOR: &str = if cfg!(all(feature = "jemalloc", not(target_env = "msvc"))) {
-    "jemalloc"
-} else {
-    "system"
-};
+mod inner {
+    pub(super) type Inner = std::alloc::System;
+    /// The allocator the workloads run on.
+    pub const ALLOCATOR: &str = "system";
+}
+pub use inner::ALLOCATOR;
+const INNER: inner::Inner = inner::Inner {};
 
 static COUNTING: AtomicBool = AtomicBool::new(false);
 /// Signed: a block allocated before counting started and freed after subtracts its size.
@@ -80,8 +81,8 @@ fn shrank(size: usize) {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CountingAlloc;
 
-// SAFETY: every method forwards to the inner allocator with the caller's arguments unchanged; the counter
-// is only bookkeeping and never affects the returned memory.
+// SAFETY: every method forwards to the inner allocator with the caller's arguments
+// unchanged; the counter is only bookkeeping and never affects the returned memory.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as is; the caller upholds `alloc`'s contract.
