@@ -4,9 +4,10 @@
 //!
 //! It only counts when installed as the program's global allocator (the `kinformer-bench`
 //! binary installs it), and only once [`start_counting`] was called: the workloads that report
-//! heap figures (the `cache` group) call it first, every other workload allocates without the counters' two shared
-//! atomic updates per allocation (contended when several threads allocate, as an informer's
-//! reflector and process loop do), so that their timings do not include the instrument:
+//! heap figures (the `cache` group) call it first, every other workload allocates without the
+//! counters' two shared atomic updates per allocation (contended when several threads
+//! allocate, as an informer's reflector and process loop do), so that their timings do not
+//! include the instrument:
 //!
 //! ```
 //! use kinformer_bench::alloc::{CountingAlloc, live_bytes, start_counting};
