@@ -96,6 +96,73 @@ async fn never_hands_one_item_to_two_workers_at_once() {
     );
 }
 
+/// An add is never lost: whatever other threads do, an item added is processed by a worker
+/// that took it after the add began (the add found it queued, or it was queued again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_add_is_followed_by_a_processing_that_starts_after_it() {
+    const KEYS: usize = 200;
+    const ADDS: usize = 40_000;
+    let queue: Queue<usize> = Queue::new();
+    // One clock for both sides: an add takes its tick before calling `add`, a worker takes
+    // one after `get` returned.
+    let clock = Arc::new(AtomicUsize::new(1));
+    let last_add: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..KEYS).map(|_| AtomicUsize::new(0)).collect());
+    let last_start: Arc<Vec<AtomicUsize>> =
+        Arc::new((0..KEYS).map(|_| AtomicUsize::new(0)).collect());
+
+    let mut workers = Vec::new();
+    for w in 0..4u64 {
+        let (queue, clock, last_start) = (queue.clone(), clock.clone(), last_start.clone());
+        workers.push(tokio::spawn(async move {
+            let mut rng = SmallRng::seed_from_u64(w);
+            while let Some(k) = queue.get().await {
+                let tick = clock.fetch_add(1, Ordering::SeqCst);
+                last_start[k].fetch_max(tick, Ordering::SeqCst);
+                if rng.random_ratio(1, 4) {
+                    tokio::task::yield_now().await;
+                }
+                queue.done(&k);
+            }
+        }));
+    }
+    let mut producers = Vec::new();
+    for p in 0..4u64 {
+        let (queue, clock, last_add) = (queue.clone(), clock.clone(), last_add.clone());
+        producers.push(tokio::spawn(async move {
+            let mut rng = SmallRng::seed_from_u64(100 + p);
+            for i in 0..ADDS / 4 {
+                let k = rng.random_range(0..KEYS);
+                let tick = clock.fetch_add(1, Ordering::SeqCst);
+                last_add[k].fetch_max(tick, Ordering::SeqCst);
+                queue.add(k);
+                if i % 32 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }));
+    }
+    for p in producers {
+        p.await.unwrap();
+    }
+    queue.shut_down_with_drain().await;
+    // Drained: nothing is processing, but items added again may still be queued; the workers
+    // hand them out before they see the end.
+    for w in workers {
+        w.await.unwrap();
+    }
+    for k in 0..KEYS {
+        let (added, started) = (
+            last_add[k].load(Ordering::SeqCst),
+            last_start[k].load(Ordering::SeqCst),
+        );
+        assert!(
+            added == 0 || started > added,
+            "key {k}: last added at tick {added}, last processing started at {started}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn shutdown_hands_out_remaining_items_then_none_to_every_worker() {
     let queue = Queue::new();

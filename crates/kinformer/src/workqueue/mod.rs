@@ -37,6 +37,7 @@
 
 mod delaying;
 mod error;
+mod items;
 pub mod metrics;
 mod parallelize;
 mod precise_timer;

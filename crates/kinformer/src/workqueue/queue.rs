@@ -1,10 +1,10 @@
 //! The basic work queue: deduplicating, fair, with processing tracking and shutdown.
 
 use std::collections::VecDeque;
-use std::collections::hash_map::Entry;
 use std::fmt;
 use std::hash::Hash;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -13,8 +13,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::items::{ItemShards, ItemState};
 use super::metrics::{MetricsProvider, QueueMetrics};
-use crate::hash::FastMap;
 
 /// How often the "unfinished work" gauges of a named queue are refreshed.
 const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
@@ -113,6 +113,11 @@ impl<T> fmt::Debug for Queue<T> {
 
 struct Inner<T> {
     state: Mutex<State<T>>,
+    /// Every item's state; locked before `state` when both are needed.
+    items: ItemShards<T>,
+    /// `State::shutting_down`, readable without the lock: adds of items already held look only
+    /// here and at their shard.
+    shutting_down: AtomicBool,
     /// Wakes workers blocked in `get`.
     item_ready: Notify,
     /// Wakes `shut_down_with_drain` callers when processing ends.
@@ -130,36 +135,17 @@ impl<T> Drop for Inner<T> {
     }
 }
 
-/// What the queue knows about one item.
-#[derive(Debug, Clone, Copy)]
-struct ItemState {
-    /// Added and not yet handed out (client-go's `dirty` set).
-    dirty: bool,
-    /// Handed out and not yet done (client-go's `processing` set).
-    processing: bool,
-}
-
-/// When an item was added and handed out; kept only by queues with metrics, apart from
-/// [`ItemState`] so that queues without metrics stay small.
-#[derive(Debug, Clone, Copy, Default)]
-struct Times {
-    /// When the item became dirty and was not yet handed out.
-    added_at: Option<Instant>,
-    /// When the item was handed out and not yet done.
-    started_at: Option<Instant>,
-}
-
-/// Invariants (checked with `debug_assert!` where cheap):
+/// Invariants (checked with `debug_assert!` where cheap), with `items` the item shards:
 /// 1. an item is in `items` iff it is dirty or processing;
-/// 2. an item is in `queue` iff it is dirty and not processing, and then exactly once;
-/// 3. `processing` counts the items whose state says `processing`;
+/// 2. an item is in `queue` iff it is dirty and not processing, and then exactly once — but
+///    for the moment between a `get` taking it off `queue` and marking it processing in its
+///    shard, in which an `add` of it finds it dirty (so is merged into this hand-out) and a
+///    `done` of it finds it not processing (a stray `done`);
+/// 3. `processing` counts the items handed out and not yet done;
 /// 4. `waiters` counts the `get` calls registered on `item_ready` (or just woken from it), so
 ///    that adds skip the wake-up when nobody waits.
 struct State<T> {
     queue: VecDeque<T>,
-    items: FastMap<T, ItemState>,
-    /// Metrics only: an item is here iff one of its times is set.
-    times: FastMap<T, Times>,
     processing: usize,
     waiters: usize,
     shutting_down: bool,
@@ -189,13 +175,13 @@ where
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
                     queue: VecDeque::new(),
-                    items: FastMap::default(),
-                    times: FastMap::default(),
                     processing: 0,
                     waiters: 0,
                     shutting_down: false,
                     drain: false,
                 }),
+                items: ItemShards::new(),
+                shutting_down: AtomicBool::new(false),
                 item_ready: Notify::new(),
                 drained: Notify::new(),
                 shutdown: CancellationToken::new(),
@@ -225,29 +211,62 @@ where
     /// Ignored while shutting down, and when the item is already waiting. If the item is being
     /// processed it is remembered and queued again when its worker calls [`done`](Self::done).
     pub fn add(&self, item: T) {
-        let inner = &*self.inner;
-        let mut state = inner.state.lock();
-        if state.add_locked(item, inner.metrics.as_ref()) && state.waiters > 0 {
-            drop(state);
-            inner.item_ready.notify_one();
+        if self.add_one(item) {
+            self.inner.item_ready.notify_one();
         }
     }
 
-    /// Adds every item of `items` (draining it) under one lock, as [`add`](Self::add) would.
+    /// Adds every item of `items` (draining it), as [`add`](Self::add) would.
     pub(crate) fn add_all(&self, items: &mut Vec<T>) {
-        let inner = &*self.inner;
-        let mut state = inner.state.lock();
-        let mut queued = 0;
+        let mut wake = 0;
         for item in items.drain(..) {
-            if state.add_locked(item, inner.metrics.as_ref()) {
-                queued += 1;
-            }
+            wake += usize::from(self.add_one(item));
         }
-        let wake = queued.min(state.waiters);
-        drop(state);
         for _ in 0..wake {
-            inner.item_ready.notify_one();
+            self.inner.item_ready.notify_one();
         }
+    }
+
+    /// `add` without the wake-up; true if the item was queued while a `get` waits.
+    fn add_one(&self, item: T) -> bool {
+        let inner = &*self.inner;
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut shard = inner.items.lock(&item);
+        if let Some(s) = shard.get_mut(&item) {
+            // Held already: at most a processing item becomes dirty, in its shard alone.
+            if !s.dirty {
+                debug_assert!(s.processing);
+                s.dirty = true;
+                if let Some(m) = &inner.metrics {
+                    m.adds.inc();
+                    m.depth.inc();
+                    let t = shard.times().entry(item).or_default();
+                    t.added_at.get_or_insert_with(Instant::now);
+                }
+            }
+            return false;
+        }
+        let mut state = inner.state.lock();
+        if state.shutting_down {
+            return false;
+        }
+        if let Some(m) = &inner.metrics {
+            m.adds.inc();
+            m.depth.inc();
+            let t = shard.times().entry(item.clone()).or_default();
+            t.added_at.get_or_insert_with(Instant::now);
+        }
+        state.queue.push_back(item.clone());
+        shard.insert(
+            item,
+            ItemState {
+                dirty: true,
+                processing: false,
+            },
+        );
+        state.waiters > 0
     }
 
     /// Waits for the next item and marks it as being processed; `None` once the queue is shut
@@ -266,25 +285,70 @@ where
         };
         loop {
             let mut notified = pin!(inner.item_ready.notified());
-            {
+            let popped = {
                 let mut state = inner.state.lock();
                 if waiter.registered {
                     state.waiters -= 1;
                     waiter.registered = false;
                 }
-                if let Some(item) = state.pop(inner.metrics.as_ref()) {
-                    return Some(item);
+                match state.queue.pop_front() {
+                    Some(item) => {
+                        state.processing += 1;
+                        Some(item)
+                    }
+                    None if state.shutting_down => return None,
+                    None => {
+                        // Registered while holding the lock: an `add` after this point sees
+                        // the count and wakes us.
+                        notified.as_mut().enable();
+                        state.waiters += 1;
+                        waiter.registered = true;
+                        None
+                    }
                 }
-                if state.shutting_down {
-                    return None;
-                }
-                // Registered while holding the lock: an `add` after this point sees the
-                // count and wakes us.
-                notified.as_mut().enable();
-                state.waiters += 1;
-                waiter.registered = true;
+            };
+            if let Some(item) = popped {
+                self.mark_processing(&item);
+                return Some(item);
             }
             notified.await;
+        }
+    }
+
+    /// The second half of handing `item` out, in its shard (the queue's lock is released).
+    fn mark_processing(&self, item: &T) {
+        let inner = &*self.inner;
+        let mut shard = inner.items.lock(item);
+        match shard.get_mut(item) {
+            Some(s) => {
+                debug_assert!(s.dirty && !s.processing);
+                s.dirty = false;
+                s.processing = true;
+            }
+            None => {
+                // Invariant 2 makes this unreachable; recover by tracking the item anyway.
+                debug_assert!(false, "queued item missing from the item map");
+                shard.insert(
+                    item.clone(),
+                    ItemState {
+                        dirty: false,
+                        processing: true,
+                    },
+                );
+            }
+        }
+        if let Some(m) = &inner.metrics {
+            let now = Instant::now();
+            m.depth.dec();
+            let times = shard.times();
+            let t = match times.get_mut(item) {
+                Some(t) => t,
+                None => times.entry(item.clone()).or_default(),
+            };
+            if let Some(added) = t.added_at.take() {
+                m.latency.observe((now - added).as_secs_f64());
+            }
+            t.started_at = Some(now);
         }
     }
 
@@ -293,43 +357,39 @@ where
     /// nothing.
     pub fn done(&self, item: &T) {
         let inner = &*self.inner;
-        let mut state = inner.state.lock();
-        let State {
-            queue,
-            items,
-            times,
-            processing,
-            ..
-        } = &mut *state;
-        // One lookup in the common case (not added again): remove, and put back if dirty.
-        let Some(mut s) = items.remove(item) else {
+        let mut shard = inner.items.lock(item);
+        let Some(s) = shard.get_mut(item) else {
             return;
         };
         if !s.processing {
             // Queued, not handed out: a stray `done`. Leave the item as it was.
-            items.insert(item.clone(), s);
             return;
         }
         s.processing = false;
-        *processing -= 1;
-        if let Some(m) = &inner.metrics
-            && let Some(t) = times.get_mut(item)
-        {
-            if let Some(started) = t.started_at.take() {
-                m.work_duration.observe(started.elapsed().as_secs_f64());
-            }
-            if t.added_at.is_none() {
-                times.remove(item);
+        let requeued = s.dirty;
+        if !requeued {
+            shard.remove(item);
+        }
+        if let Some(m) = &inner.metrics {
+            let times = shard.times();
+            if let Some(t) = times.get_mut(item) {
+                if let Some(started) = t.started_at.take() {
+                    m.work_duration.observe(started.elapsed().as_secs_f64());
+                }
+                if t.added_at.is_none() {
+                    times.remove(item);
+                }
             }
         }
-        let requeued = s.dirty;
+        let mut state = inner.state.lock();
+        state.processing -= 1;
         if requeued {
-            items.insert(item.clone(), s);
-            queue.push_back(item.clone());
+            state.queue.push_back(item.clone());
         }
         let wake_worker = requeued && state.waiters > 0;
         let wake_drain = state.processing == 0 && state.drain;
         drop(state);
+        drop(shard);
         if wake_worker {
             inner.item_ready.notify_one();
         }
@@ -357,6 +417,7 @@ where
         {
             let mut state = inner.state.lock();
             state.shutting_down = true;
+            inner.shutting_down.store(true, Ordering::Release);
             state.drain = false;
         }
         inner.shutdown.cancel();
@@ -379,6 +440,7 @@ where
         {
             let mut state = inner.state.lock();
             state.shutting_down = true;
+            inner.shutting_down.store(true, Ordering::Release);
             state.drain = true;
         }
         inner.shutdown.cancel();
@@ -429,85 +491,6 @@ where
     }
 }
 
-impl<T: Clone + Eq + Hash> State<T> {
-    /// `add` under the lock; true if the item was queued (a waiting `get` should be woken).
-    fn add_locked(&mut self, item: T, metrics: Option<&QueueMetrics>) -> bool {
-        if self.shutting_down {
-            return false;
-        }
-        match self.items.entry(item) {
-            Entry::Occupied(mut entry) => {
-                let s = entry.get_mut();
-                if !s.dirty {
-                    // Present but not dirty: it is being processed. Remember it for `done`.
-                    debug_assert!(s.processing);
-                    s.dirty = true;
-                    if let Some(m) = metrics {
-                        m.adds.inc();
-                        m.depth.inc();
-                        let key = entry.key().clone();
-                        let t = self.times.entry(key).or_default();
-                        t.added_at.get_or_insert_with(Instant::now);
-                    }
-                }
-                false
-            }
-            Entry::Vacant(entry) => {
-                let key = entry.key().clone();
-                entry.insert(ItemState {
-                    dirty: true,
-                    processing: false,
-                });
-                if let Some(m) = metrics {
-                    m.adds.inc();
-                    m.depth.inc();
-                    let t = self.times.entry(key.clone()).or_default();
-                    t.added_at.get_or_insert_with(Instant::now);
-                }
-                self.queue.push_back(key);
-                true
-            }
-        }
-    }
-
-    /// Takes the next item off the queue and marks it as processing.
-    fn pop(&mut self, metrics: Option<&QueueMetrics>) -> Option<T> {
-        let item = self.queue.pop_front()?;
-        match self.items.get_mut(&item) {
-            Some(s) => {
-                debug_assert!(s.dirty && !s.processing);
-                s.dirty = false;
-                s.processing = true;
-                if let Some(m) = metrics {
-                    let now = Instant::now();
-                    m.depth.dec();
-                    let t = match self.times.get_mut(&item) {
-                        Some(t) => t,
-                        None => self.times.entry(item.clone()).or_default(),
-                    };
-                    if let Some(added) = t.added_at.take() {
-                        m.latency.observe((now - added).as_secs_f64());
-                    }
-                    t.started_at = Some(now);
-                }
-            }
-            None => {
-                // Invariant 2 makes this unreachable; recover by tracking the item anyway.
-                debug_assert!(false, "queued item missing from the item map");
-                self.items.insert(
-                    item.clone(),
-                    ItemState {
-                        dirty: false,
-                        processing: true,
-                    },
-                );
-            }
-        }
-        self.processing += 1;
-        Some(item)
-    }
-}
-
 /// Keeps `State::waiters` right when a waiting `get` is dropped.
 struct WaiterGuard<'a, T> {
     inner: &'a Inner<T>,
@@ -538,16 +521,14 @@ where
         let Some(inner) = inner.upgrade() else { return };
         let Some(m) = &inner.metrics else { return };
         let now = Instant::now();
-        let (total, oldest) = {
-            let state = inner.state.lock();
-            state.times.values().filter_map(|t| t.started_at).fold(
-                (0.0_f64, 0.0_f64),
-                |(total, oldest), started| {
-                    let age = (now - started).as_secs_f64();
-                    (total + age, oldest.max(age))
-                },
-            )
-        };
+        let (mut total, mut oldest) = (0.0_f64, 0.0_f64);
+        inner.items.for_each(|shard| {
+            for started in shard.times.values().filter_map(|t| t.started_at) {
+                let age = (now - started).as_secs_f64();
+                total += age;
+                oldest = oldest.max(age);
+            }
+        });
         m.unfinished_work_seconds.set(total);
         m.longest_running_processor.set(oldest);
     }
@@ -589,7 +570,7 @@ mod tests {
         assert_eq!(q.get().await, Some(7));
         q.done(&7);
         assert!(q.is_empty());
-        assert!(q.inner.state.lock().items.is_empty());
+        q.inner.items.for_each(|shard| assert!(shard.is_empty()));
     }
 
     #[tokio::test]
