@@ -16,9 +16,11 @@ use tokio::time::Instant;
 
 use crate::hash::{FastMap, FastState};
 
-/// Shards per queue: enough that two threads rarely pick the same one, small enough that an
-/// idle queue stays small (each shard is two empty maps on its own cache line pair).
-const SHARDS: usize = 16;
+/// Shards per queue: enough that threads rarely pick the same one (W1, two threads adding
+/// the same 10,000 keys: 11.4 M adds/s with 64 shards, 10.2 M with 16, medians of 6), small
+/// enough that an idle queue stays small (8 KiB: each shard is two empty maps on a pair of
+/// cache lines of its own).
+const SHARDS: usize = 64;
 
 /// What the queue knows about one item.
 #[derive(Debug, Clone, Copy)]
