@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::hash::Hash;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -105,7 +105,7 @@ impl<T> fmt::Debug for Queue<T> {
         f.debug_struct("Queue")
             .field("name", &self.inner.name)
             .field("queued", &state.queue.len())
-            .field("processing", &state.processing)
+            .field("processing", &self.inner.processing.load(Ordering::Relaxed))
             .field("shutting_down", &state.shutting_down)
             .finish()
     }
@@ -118,6 +118,13 @@ struct Inner<T> {
     /// `State::shutting_down`, readable without the lock: adds of items already held look only
     /// here and at their shard.
     shutting_down: AtomicBool,
+    /// Items handed out and not yet done (counted up under `state`'s lock as an item leaves
+    /// `queue`, down by `done` without it).
+    processing: AtomicUsize,
+    /// A `shut_down_with_drain` caller is waiting for `processing` to reach zero. It and
+    /// `processing` are read and written with `SeqCst`: of a last `done` (counts down, then
+    /// reads this) and a drainer (sets this, then reads the count), one sees the other's write.
+    drain: AtomicBool,
     /// Wakes workers blocked in `get`.
     item_ready: Notify,
     /// Wakes `shut_down_with_drain` callers when processing ends.
@@ -141,16 +148,14 @@ impl<T> Drop for Inner<T> {
 ///    for the moment between a `get` taking it off `queue` and marking it processing in its
 ///    shard, in which an `add` of it finds it dirty (so is merged into this hand-out) and a
 ///    `done` of it finds it not processing (a stray `done`);
-/// 3. `processing` counts the items handed out and not yet done;
+/// 3. `Inner::processing` counts the items handed out and not yet done (and, for a moment,
+///    one that `done` queued again);
 /// 4. `waiters` counts the `get` calls registered on `item_ready` (or just woken from it), so
 ///    that adds skip the wake-up when nobody waits.
 struct State<T> {
     queue: VecDeque<T>,
-    processing: usize,
     waiters: usize,
     shutting_down: bool,
-    /// A `shut_down_with_drain` caller is waiting for processing to end.
-    drain: bool,
 }
 
 impl<T> Queue<T>
@@ -175,13 +180,13 @@ where
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
                     queue: VecDeque::new(),
-                    processing: 0,
                     waiters: 0,
                     shutting_down: false,
-                    drain: false,
                 }),
                 items: ItemShards::new(),
                 shutting_down: AtomicBool::new(false),
+                processing: AtomicUsize::new(0),
+                drain: AtomicBool::new(false),
                 item_ready: Notify::new(),
                 drained: Notify::new(),
                 shutdown: CancellationToken::new(),
@@ -293,7 +298,9 @@ where
                 }
                 match state.queue.pop_front() {
                     Some(item) => {
-                        state.processing += 1;
+                        // Counted before the lock is released: a drainer never sees an
+                        // item that has left the queue uncounted.
+                        inner.processing.fetch_add(1, Ordering::SeqCst);
                         Some(item)
                     }
                     None if state.shutting_down => return None,
@@ -381,15 +388,14 @@ where
                 }
             }
         }
-        let mut state = inner.state.lock();
-        state.processing -= 1;
-        if requeued {
+        let wake_worker = requeued && {
+            let mut state = inner.state.lock();
             state.queue.push_back(item.clone());
-        }
-        let wake_worker = requeued && state.waiters > 0;
-        let wake_drain = state.processing == 0 && state.drain;
-        drop(state);
+            state.waiters > 0
+        };
         drop(shard);
+        let wake_drain = inner.processing.fetch_sub(1, Ordering::SeqCst) == 1
+            && inner.drain.load(Ordering::SeqCst);
         if wake_worker {
             inner.item_ready.notify_one();
         }
@@ -418,7 +424,7 @@ where
             let mut state = inner.state.lock();
             state.shutting_down = true;
             inner.shutting_down.store(true, Ordering::Release);
-            state.drain = false;
+            inner.drain.store(false, Ordering::SeqCst);
         }
         inner.shutdown.cancel();
         inner.item_ready.notify_waiters();
@@ -441,18 +447,15 @@ where
             let mut state = inner.state.lock();
             state.shutting_down = true;
             inner.shutting_down.store(true, Ordering::Release);
-            state.drain = true;
+            inner.drain.store(true, Ordering::SeqCst);
         }
         inner.shutdown.cancel();
         inner.item_ready.notify_waiters();
         loop {
-            let mut notified = pin!(inner.drained.notified());
-            {
-                let state = inner.state.lock();
-                if state.processing == 0 || !state.drain {
-                    return;
-                }
-                notified.as_mut().enable();
+            // Created before the check: a `done` that counts down to zero after it wakes it.
+            let notified = inner.drained.notified();
+            if inner.processing.load(Ordering::SeqCst) == 0 || !inner.drain.load(Ordering::SeqCst) {
+                return;
             }
             notified.await;
         }
