@@ -59,7 +59,9 @@ impl fmt::Debug for QueueConfig {
 ///   worker processes it is remembered and handed out again after that worker calls
 ///   [`done`](Self::done).
 /// - **Many producers and consumers**; the handle is cheap to clone and all clones share one
-///   queue.
+///   queue. Adding an item that is already queued or being processed locks only a shard of
+///   the queue's item states (one of 64, by the item's hash), so producers on several threads
+///   adding the same busy keys rarely wait for each other.
 /// - **Shutdown**: after [`shut_down`](Self::shut_down) adds are ignored, queued items are still
 ///   handed out, and [`get`](Self::get) returns `None` once the queue is empty.
 ///
