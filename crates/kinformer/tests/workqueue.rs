@@ -28,6 +28,27 @@ impl InFlight {
     }
 }
 
+/// Waits for the producers, shuts the queue down with drain, then waits for the workers.
+async fn finish<T>(
+    queue: &Queue<T>,
+    producers: Vec<tokio::task::JoinHandle<()>>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+) where
+    T: Clone + Eq + std::hash::Hash + Send + Sync + 'static,
+{
+    for p in producers {
+        if let Err(e) = p.await {
+            panic!("a producer failed: {e}");
+        }
+    }
+    queue.shut_down_with_drain().await;
+    for w in workers {
+        if let Err(e) = w.await {
+            panic!("a worker failed: {e}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn never_hands_one_item_to_two_workers_at_once() {
     const ITEMS: usize = 100_000;
@@ -78,13 +99,7 @@ async fn never_hands_one_item_to_two_workers_at_once() {
             }
         }));
     }
-    for p in producers {
-        p.await.unwrap();
-    }
-    queue.shut_down_with_drain().await;
-    for w in workers {
-        w.await.unwrap();
-    }
+    finish(&queue, producers, workers).await;
 
     assert_eq!(in_flight.violations.load(Ordering::SeqCst), 0);
     assert!(queue.is_empty());
@@ -142,15 +157,9 @@ async fn every_add_is_followed_by_a_processing_that_starts_after_it() {
             }
         }));
     }
-    for p in producers {
-        p.await.unwrap();
-    }
-    queue.shut_down_with_drain().await;
-    // Drained: nothing is processing, but items added again may still be queued; the workers
+    // Drained, nothing is processing, but items added again may still be queued: the workers
     // hand them out before they see the end.
-    for w in workers {
-        w.await.unwrap();
-    }
+    finish(&queue, producers, workers).await;
     for k in 0..KEYS {
         let (added, started) = (
             last_add[k].load(Ordering::SeqCst),
