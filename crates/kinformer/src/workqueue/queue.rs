@@ -13,8 +13,9 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::items::{ItemShards, ItemState};
+use super::items::{ItemShards, ItemState, Times};
 use super::metrics::{MetricsProvider, QueueMetrics};
+use crate::hash::FastMap;
 
 /// How often the "unfinished work" gauges of a named queue are refreshed.
 const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
@@ -108,7 +109,7 @@ impl<T> fmt::Debug for Queue<T> {
             .field("name", &self.inner.name)
             .field("queued", &state.queue.len())
             .field("processing", &self.inner.processing.load(Ordering::Relaxed))
-            .field("shutting_down", &state.shutting_down)
+            .field("shutting_down", &self.inner.is_shutting_down())
             .finish()
     }
 }
@@ -117,8 +118,8 @@ struct Inner<T> {
     state: Mutex<State<T>>,
     /// Every item's state; locked before `state` when both are needed.
     items: ItemShards<T>,
-    /// `State::shutting_down`, readable without the lock: adds of items already held look only
-    /// here and at their shard.
+    /// Set once by a shutdown, under `state`'s lock: read under that lock where an item is
+    /// queued or the queue found empty, without it where an add finds its item already held.
     shutting_down: AtomicBool,
     /// Items handed out and not yet done (counted up under `state`'s lock as an item leaves
     /// `queue`, down by `done` without it).
@@ -135,6 +136,20 @@ struct Inner<T> {
     shutdown: CancellationToken,
     metrics: Option<QueueMetrics>,
     name: String,
+}
+
+impl<T> Inner<T> {
+    fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+}
+
+/// Counts an add that made `item` dirty in the metrics, and when it became dirty.
+fn record_add<T: Eq + Hash>(m: &QueueMetrics, times: &mut FastMap<T, Times>, item: T) {
+    m.adds.inc();
+    m.depth.inc();
+    let t = times.entry(item).or_default();
+    t.added_at.get_or_insert_with(Instant::now);
 }
 
 impl<T> Drop for Inner<T> {
@@ -157,7 +172,6 @@ impl<T> Drop for Inner<T> {
 struct State<T> {
     queue: VecDeque<T>,
     waiters: usize,
-    shutting_down: bool,
 }
 
 impl<T> Queue<T>
@@ -183,7 +197,6 @@ where
                 state: Mutex::new(State {
                     queue: VecDeque::new(),
                     waiters: 0,
-                    shutting_down: false,
                 }),
                 items: ItemShards::new(),
                 shutting_down: AtomicBool::new(false),
@@ -237,7 +250,7 @@ where
     /// `add` without the wake-up; true if the item was queued while a `get` waits.
     fn add_one(&self, item: T) -> bool {
         let inner = &*self.inner;
-        if inner.shutting_down.load(Ordering::Acquire) {
+        if inner.is_shutting_down() {
             return false;
         }
         let mut shard = inner.items.lock(&item);
@@ -247,23 +260,17 @@ where
                 debug_assert!(s.processing);
                 s.dirty = true;
                 if let Some(m) = &inner.metrics {
-                    m.adds.inc();
-                    m.depth.inc();
-                    let t = shard.times().entry(item).or_default();
-                    t.added_at.get_or_insert_with(Instant::now);
+                    record_add(m, shard.times(), item);
                 }
             }
             return false;
         }
         let mut state = inner.state.lock();
-        if state.shutting_down {
+        if inner.is_shutting_down() {
             return false;
         }
         if let Some(m) = &inner.metrics {
-            m.adds.inc();
-            m.depth.inc();
-            let t = shard.times().entry(item.clone()).or_default();
-            t.added_at.get_or_insert_with(Instant::now);
+            record_add(m, shard.times(), item.clone());
         }
         state.queue.push_back(item.clone());
         shard.insert(
@@ -305,7 +312,7 @@ where
                         inner.processing.fetch_add(1, Ordering::SeqCst);
                         Some(item)
                     }
-                    None if state.shutting_down => return None,
+                    None if inner.is_shutting_down() => return None,
                     None => {
                         // Registered while holding the lock: an `add` after this point sees
                         // the count and wakes us.
@@ -423,8 +430,7 @@ where
     pub fn shut_down(&self) {
         let inner = &*self.inner;
         {
-            let mut state = inner.state.lock();
-            state.shutting_down = true;
+            let _state = inner.state.lock();
             inner.shutting_down.store(true, Ordering::Release);
             inner.drain.store(false, Ordering::SeqCst);
         }
@@ -446,8 +452,7 @@ where
     pub async fn shut_down_with_drain(&self) {
         let inner = &*self.inner;
         {
-            let mut state = inner.state.lock();
-            state.shutting_down = true;
+            let _state = inner.state.lock();
             inner.shutting_down.store(true, Ordering::Release);
             inner.drain.store(true, Ordering::SeqCst);
         }
@@ -466,7 +471,7 @@ where
     /// Whether [`shut_down`](Self::shut_down) or
     /// [`shut_down_with_drain`](Self::shut_down_with_drain) was called.
     pub fn is_shutting_down(&self) -> bool {
-        self.inner.state.lock().shutting_down
+        self.inner.is_shutting_down()
     }
 
     /// The queue's name (empty for unnamed queues).
