@@ -3,41 +3,22 @@
 //! Typed mode keeps, per index value, a set of the objects themselves with the hash of their
 //! key (16 bytes per entry): compared by the key `namespace/name` read from the object, so no
 //! key string is stored, `by_index` clones the objects straight out of the set, and a growing
-//! set rehashes without touching the objects.
+//! set rehashes without touching the objects (it rehashes by the stored hash).
+//!
+//! A write that replaces an object finds the old entry by the old object's address (which the
+//! item map holds), so it never reads a key out of the old object, which is rarely in cache:
+//! an index value the update keeps is refreshed in place (one probe, the entry's object
+//! swapped), one it drops is removed the same way.
 
-use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, LazyLock};
 
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 use kube_core::Resource;
 
 use crate::cache::meta::{ObjectKey, with_key_str};
-use crate::cache::store::{EntrySet, FastSet, FastState};
-
-/// Something naming an object key as `namespace/name` (or `name` without a namespace), for
-/// hashing and comparing set entries by key without storing the key string.
-pub(super) trait KeyLike {
-    /// The namespace (`""` for none) and the name; the key is their concatenation with `/`.
-    fn key_parts(&self) -> (&str, &str);
-
-    /// The hash of the key.
-    fn key_hash(&self) -> u64 {
-        key_hash(self.key_parts())
-    }
-
-    /// For a stored object: the hash of its key and the object's address. Two entries of the
-    /// same object have the same key, and entries with different hashes have different keys,
-    /// so comparing these first spares reading the key out of a (rarely cached) old object.
-    fn identity(&self) -> Option<(u64, *const ())> {
-        None
-    }
-}
-
-impl KeyLike for ObjectKey {
-    fn key_parts(&self) -> (&str, &str) {
-        ("", self.as_str())
-    }
-}
+use crate::cache::store::{EntrySet, FastState};
 
 /// The seed of key hashes (random per process, like the maps' own).
 static KEY_HASH: LazyLock<FastState> = LazyLock::new(FastState::default);
@@ -67,27 +48,10 @@ fn same_key((a_ns, a_name): (&str, &str), (b_ns, b_name): (&str, &str)) -> bool 
     a.eq(b)
 }
 
-impl Hash for dyn KeyLike + '_ {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.key_hash());
-    }
+/// The namespace (`""` for none) and the name of a key string.
+fn key_str_parts(key: &ObjectKey) -> (&str, &str) {
+    ("", key.as_str())
 }
-
-impl PartialEq for dyn KeyLike + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        if let (Some((ha, pa)), Some((hb, pb))) = (self.identity(), other.identity()) {
-            if pa == pb {
-                return true;
-            }
-            if ha != hb {
-                return false;
-            }
-        }
-        same_key(self.key_parts(), other.key_parts())
-    }
-}
-
-impl Eq for dyn KeyLike + '_ {}
 
 /// A typed index entry: the stored object and the hash of its key.
 pub(super) struct ByKey<K> {
@@ -111,7 +75,7 @@ impl<K> ByKey<K> {
     /// the object's namespace and name do).
     fn with_key(key: &ObjectKey, obj: &Arc<K>) -> Self {
         ByKey {
-            hash: key_hash(key.key_parts()),
+            hash: key_hash(key_str_parts(key)),
             obj: Arc::clone(obj),
         }
     }
@@ -134,26 +98,20 @@ fn parts<K: Resource>(obj: &K) -> (&str, &str) {
     )
 }
 
-impl<K: Resource> KeyLike for ByKey<K> {
-    fn key_parts(&self) -> (&str, &str) {
+impl<K: Resource> ByKey<K> {
+    /// The namespace (`""` for none) and the name of the entry's key, read from the object.
+    pub(super) fn key_parts(&self) -> (&str, &str) {
         parts(&*self.obj)
-    }
-
-    fn key_hash(&self) -> u64 {
-        self.hash
-    }
-
-    fn identity(&self) -> Option<(u64, *const ())> {
-        Some((self.hash, Arc::as_ptr(&self.obj).cast()))
     }
 }
 
-impl<K: Resource> Hash for ByKey<K> {
+impl<K> Hash for ByKey<K> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         state.write_u64(self.hash);
     }
 }
 
+/// Same key: equal hashes, and the same object or equal keys read from both.
 impl<K: Resource> PartialEq for ByKey<K> {
     fn eq(&self, other: &Self) -> bool {
         self.hash == other.hash
@@ -163,13 +121,31 @@ impl<K: Resource> PartialEq for ByKey<K> {
 
 impl<K: Resource> Eq for ByKey<K> {}
 
-impl<'a, K: Resource + 'a> Borrow<dyn KeyLike + 'a> for ByKey<K> {
-    fn borrow(&self) -> &(dyn KeyLike + 'a) {
-        self
+/// The entries of one index value in typed storage, by key (see the module docs).
+pub(super) struct TypedSet<K>(HashTable<ByKey<K>>);
+
+impl<K: Resource> TypedSet<K> {
+    /// Every entry, in no particular order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &ByKey<K>> {
+        self.0.iter()
+    }
+
+    /// The number of entries.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The entry of `key`, if any.
+    #[cfg(test)]
+    fn get(&self, key: &ObjectKey) -> Option<&ByKey<K>> {
+        let parts = key_str_parts(key);
+        self.0
+            .find(key_hash(parts), |e| same_key(e.key_parts(), parts))
     }
 }
 
-impl<K: Resource> EntrySet for FastSet<ByKey<K>> {
+impl<K: Resource> EntrySet for TypedSet<K> {
     type Entry = Arc<K>;
     type Item = ByKey<K>;
 
@@ -178,12 +154,18 @@ impl<K: Resource> EntrySet for FastSet<ByKey<K>> {
     }
 
     fn with_one() -> Self {
-        FastSet::with_capacity_and_hasher(1, FastState::default())
+        TypedSet(HashTable::with_capacity(1))
     }
 
     fn put(&mut self, item: &ByKey<K>) {
-        // `replace`, not `insert`: an unchanged index value must point at the new object.
-        self.replace(item.clone());
+        // An entry of the same key points at the new object from now on (one probe finds
+        // it or the free slot).
+        match self.0.entry(item.hash, |e| e == item, |e| e.hash) {
+            Entry::Occupied(mut e) => e.get_mut().obj = Arc::clone(&item.obj),
+            Entry::Vacant(slot) => {
+                slot.insert(item.clone());
+            }
+        }
     }
 
     fn old_item(item: &ByKey<K>, old: &Arc<K>) -> Option<ByKey<K>> {
@@ -194,25 +176,27 @@ impl<K: Resource> EntrySet for FastSet<ByKey<K>> {
     }
 
     fn refresh(&mut self, old: &ByKey<K>, new: &ByKey<K>) {
-        // Found by the old object's address, without reading its key; `replace` then finds
-        // no entry of the same hash left, so it reads no key either.
-        self.remove(old as &dyn KeyLike);
-        self.replace(new.clone());
+        // Found by the old object's address: no key is read, and the entry is changed where
+        // it is (one probe, no removal and insertion).
+        match self.0.find_mut(old.hash, |e| Arc::ptr_eq(&e.obj, &old.obj)) {
+            Some(e) => e.obj = Arc::clone(&new.obj),
+            None => self.put(new),
+        }
     }
 
     fn remove_item(&mut self, item: &ByKey<K>) {
-        self.remove(item as &dyn KeyLike);
+        if let Ok(entry) = self.0.find_entry(item.hash, |e| e == item) {
+            entry.remove();
+        }
     }
 
     fn is_empty(&self) -> bool {
-        FastSet::is_empty(self)
+        self.0.is_empty()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::hash::BuildHasher;
-
     use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
@@ -226,7 +210,6 @@ mod tests {
 
     #[test]
     fn objects_hash_and_compare_as_their_key_strings() {
-        let state = FastState::default();
         let cases = [
             (Some("ns"), "a", "ns/a"),
             (None, "a", "a"),
@@ -236,29 +219,30 @@ mod tests {
         for (ns, name, key) in cases {
             let obj = pod(ns, name);
             let key = ObjectKey::from(key);
-            let by_obj = state.hash_one(&obj as &dyn KeyLike);
-            let by_key = state.hash_one(&key as &dyn KeyLike);
-            assert_eq!(by_obj, by_key, "{key}");
-            assert!((&obj as &dyn KeyLike) == (&key as &dyn KeyLike));
+            let by_key = ByKey::with_key(&key, &obj.obj);
+            assert_eq!(obj.hash, by_key.hash, "{key}");
+            assert!(same_key(obj.key_parts(), key_str_parts(&key)), "{key}");
         }
-        assert!(
-            (&pod(Some("ns"), "a") as &dyn KeyLike) != (&ObjectKey::from("ns/b") as &dyn KeyLike)
-        );
-        assert!(
-            (&pod(Some("n"), "sa") as &dyn KeyLike) != (&ObjectKey::from("ns/a") as &dyn KeyLike)
-        );
+        assert!(!same_key(
+            pod(Some("ns"), "a").key_parts(),
+            key_str_parts(&ObjectKey::from("ns/b"))
+        ));
+        assert!(!same_key(
+            pod(Some("n"), "sa").key_parts(),
+            key_str_parts(&ObjectKey::from("ns/a"))
+        ));
     }
 
     #[test]
     fn a_typed_set_finds_replaces_and_removes_by_key() {
-        let mut set: FastSet<ByKey<Pod>> = EntrySet::with_one();
+        let mut set: TypedSet<Pod> = EntrySet::with_one();
         let key = ObjectKey::from("ns/a");
         let first = pod(Some("ns"), "a");
-        set.put(&<FastSet<ByKey<Pod>>>::item(&key, &first.obj));
+        set.put(&<TypedSet<Pod>>::item(&key, &first.obj));
         let second = pod(Some("ns"), "a");
-        set.put(&<FastSet<ByKey<Pod>>>::item(&key, &second.obj));
+        set.put(&<TypedSet<Pod>>::item(&key, &second.obj));
         assert_eq!(set.len(), 1);
-        let stored = set.get(&ObjectKey::from("ns/a") as &dyn KeyLike).unwrap();
+        let stored = set.get(&ObjectKey::from("ns/a")).unwrap();
         assert!(Arc::ptr_eq(&stored.obj, &second.obj));
         set.remove_item(&ByKey::new(Arc::clone(&first.obj)));
         assert!(EntrySet::is_empty(&set));
@@ -266,21 +250,18 @@ mod tests {
 
     #[test]
     fn refresh_swaps_the_old_object_for_the_new_one_under_the_same_key() {
-        let mut set: FastSet<ByKey<Pod>> = EntrySet::with_one();
+        let mut set: TypedSet<Pod> = EntrySet::with_one();
         let key = ObjectKey::from("ns/a");
         let old = pod(Some("ns"), "a");
         let other = pod(Some("ns"), "b");
-        set.put(&<FastSet<ByKey<Pod>>>::item(&key, &old.obj));
-        set.put(&<FastSet<ByKey<Pod>>>::item(
-            &ObjectKey::from("ns/b"),
-            &other.obj,
-        ));
+        set.put(&<TypedSet<Pod>>::item(&key, &old.obj));
+        set.put(&<TypedSet<Pod>>::item(&ObjectKey::from("ns/b"), &other.obj));
         let new = pod(Some("ns"), "a");
-        let new_item = <FastSet<ByKey<Pod>>>::item(&key, &new.obj);
-        let old_item = <FastSet<ByKey<Pod>>>::old_item(&new_item, &old.obj).unwrap();
+        let new_item = <TypedSet<Pod>>::item(&key, &new.obj);
+        let old_item = <TypedSet<Pod>>::old_item(&new_item, &old.obj).unwrap();
         set.refresh(&old_item, &new_item);
         assert_eq!(set.len(), 2);
-        let stored = set.get(&key as &dyn KeyLike).unwrap();
+        let stored = set.get(&key).unwrap();
         assert!(Arc::ptr_eq(&stored.obj, &new.obj));
         assert_eq!(
             Arc::strong_count(&old.obj),

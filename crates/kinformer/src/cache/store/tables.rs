@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 
-use super::entries::ByKey;
+use super::entries::TypedSet;
 use super::error::IndexerError;
 use super::index::group;
 use super::value_ids::ValueIds;
-use super::{EntrySet, FastMap, FastSet, FastState, Index, IndexFunc, IndexValues, Indexers};
+use super::{EntrySet, FastMap, FastState, Index, IndexFunc, IndexValues, Indexers};
 use crate::cache::meta::ObjectKey;
 
 /// What one storage keeps per object.
@@ -24,7 +24,7 @@ pub(super) trait Stored: Clone + Sized {
 }
 
 impl<K> Stored for Arc<K> {
-    type Set = FastSet<ByKey<K>>;
+    type Set = TypedSet<K>;
     type Raw = Arc<K>;
     fn raw(_key: &ObjectKey, v: &Self) -> Arc<K> {
         Arc::clone(v)

@@ -7,7 +7,7 @@ use kube_core::Resource;
 
 use super::FastSet;
 use super::backend::{Backend, Entries, Via};
-use super::entries::{ByKey, KeyLike};
+use super::entries::{ByKey, TypedSet};
 use super::error::IndexerError;
 use super::previous::{Previous, PreviousItems};
 use super::replace::ReplaceInPlace;
@@ -56,7 +56,7 @@ impl<K> Backend<K> for TypedBackend {
 /// Typed storage rebuilds on replace: its tables share the listed objects' `Arc`s.
 impl<K> ReplaceInPlace<K> for TypedBackend {}
 
-impl<K: Resource> Entries<Arc<K>> for FastSet<ByKey<K>> {
+impl<K: Resource> Entries<Arc<K>> for TypedSet<K> {
     fn raws(&self, out: &mut Vec<Arc<K>>) {
         out.extend(self.iter().map(|e| Arc::clone(&e.obj)));
     }
