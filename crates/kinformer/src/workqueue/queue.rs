@@ -142,6 +142,19 @@ impl<T> Inner<T> {
     fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
     }
+
+    /// Both shutdowns' start: the flags set under the state lock (`drain`: whether a
+    /// shutdown waits for the items being processed), the background tasks stopped, and
+    /// every waiting `get` woken.
+    fn begin_shut_down(&self, drain: bool) {
+        {
+            let _state = self.state.lock();
+            self.shutting_down.store(true, Ordering::Release);
+            self.drain.store(drain, Ordering::SeqCst);
+        }
+        self.shutdown.cancel();
+        self.item_ready.notify_waiters();
+    }
 }
 
 /// Counts an add that made `item` dirty in the metrics, and when it became dirty.
@@ -429,13 +442,7 @@ where
     /// [`shut_down_with_drain`](Self::shut_down_with_drain) wait.
     pub fn shut_down(&self) {
         let inner = &*self.inner;
-        {
-            let _state = inner.state.lock();
-            inner.shutting_down.store(true, Ordering::Release);
-            inner.drain.store(false, Ordering::SeqCst);
-        }
-        inner.shutdown.cancel();
-        inner.item_ready.notify_waiters();
+        inner.begin_shut_down(false);
         inner.drained.notify_waiters();
     }
 
@@ -451,13 +458,7 @@ where
     /// the waiting.
     pub async fn shut_down_with_drain(&self) {
         let inner = &*self.inner;
-        {
-            let _state = inner.state.lock();
-            inner.shutting_down.store(true, Ordering::Release);
-            inner.drain.store(true, Ordering::SeqCst);
-        }
-        inner.shutdown.cancel();
-        inner.item_ready.notify_waiters();
+        inner.begin_shut_down(true);
         loop {
             // Created before the check: a `done` that counts down to zero after it wakes it.
             let notified = inner.drained.notified();
