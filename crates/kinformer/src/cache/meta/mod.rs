@@ -17,6 +17,8 @@ pub(crate) use lazy::is_lazy;
 #[cfg(all(feature = "fast-json", feature = "kube"))]
 pub(crate) use lazy::sonic_message;
 pub use lazy::{Lazy, full_decodes as lazy_full_decodes};
+#[cfg(feature = "compact")]
+pub(crate) use lazy::{StoredBody, deferred};
 #[cfg(feature = "kube")]
 pub(crate) use member_ahead::member_ahead;
 pub(crate) use member_ahead::member_ahead_str;

@@ -45,9 +45,7 @@ pub(crate) fn build(mode: Mode, indexers: Indexers<Pod>) -> Indexer<Pod> {
 
 /// The compact core of a compact indexer.
 #[cfg(feature = "compact")]
-fn compact_core(
-    idx: &Indexer<Pod>,
-) -> &super::core::Core<Pod, super::compact::CompactBackend<Pod>> {
+fn compact_core<K>(idx: &Indexer<K>) -> &super::core::Core<K, super::compact::CompactBackend<K>> {
     match &idx.mode {
         super::indexer::Mode::Compact(c) => c,
         super::indexer::Mode::Typed(_) => panic!("not a compact indexer"),
@@ -840,4 +838,64 @@ fn compact_update_and_add_replace_a_stored_object_whose_bytes_are_corrupt() {
     // A relist stages in place without decoding it either.
     idx.replace(vec![pod("ns", "p3", &[("app", "x")])]).unwrap();
     assert_eq!(idx.list_index_func_values("app"), ["x"]);
+}
+
+#[cfg(feature = "compact")]
+#[test]
+fn a_lazy_object_replaced_or_deleted_is_handed_on_unread_even_when_its_bytes_are_corrupt() {
+    use kube_core::Resource;
+
+    use crate::cache::meta::Lazy;
+    let idx = Indexer::<Lazy<Pod>>::compact(
+        [("app".to_string(), label_index_func("app"))].into(),
+        CompactOptions::default().train_after(3),
+    )
+    .unwrap();
+    let lazy = |name: &str, app: &str, rv: u32| -> Arc<Lazy<Pod>> {
+        let mut p = Arc::unwrap_or_clone(pod("ns", name, &[("app", app)]));
+        p.metadata.resource_version = Some(rv.to_string());
+        Arc::new(Lazy::from_json(serde_json::to_string(&p).unwrap()).unwrap())
+    };
+    for i in 0..40 {
+        idx.add(lazy(
+            &format!("p{i}"),
+            if i < 5 { "web" } else { "other" },
+            1,
+        ))
+        .unwrap();
+    }
+    assert!(idx.compact_dictionary_len().is_some(), "stored compressed");
+    // Intact: the old object is read back only when its metadata or body is asked for.
+    let up = idx.upsert(lazy("p0", "db", 2)).unwrap();
+    let old = up.old.unwrap();
+    assert!(!old.body_read() && !old.meta_parsed());
+    assert_eq!(old.meta().labels.as_ref().unwrap()["app"], "web");
+    assert!(old.body_read());
+    assert_eq!(
+        old.object().unwrap().metadata.resource_version.as_deref(),
+        Some("1")
+    );
+    // Corrupt: the write goes through (nothing reads the old bytes), and the old object
+    // handed on reads as empty metadata and fails to decode, naming the key.
+    let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
+    for key in ["ns/p1", "ns/p2"] {
+        let mut s = compact_core(&idx).state.write();
+        s.tables.items.get_mut(key).unwrap().v = Arc::clone(&bad);
+        for set in s.tables.indices[0].sets_mut() {
+            if let Some(b) = set.get_mut(key) {
+                *b = Arc::clone(&bad);
+            }
+        }
+    }
+    let up = idx.upsert(lazy("p1", "db", 2)).unwrap();
+    assert!(!up.is_sync());
+    let old = up.old.unwrap();
+    assert!(old.meta().name.is_none());
+    assert!(old.json().unwrap_err().to_string().contains("ns/p1"));
+    assert!(old.object().is_err());
+    assert_eq!(idx.by_index("app", "db").unwrap().len(), 2);
+    let deleted = idx.delete_by_key("ns/p2").unwrap().unwrap();
+    assert!(!idx.contains_key("ns/p2"));
+    assert!(deleted.object().is_err());
+    assert_eq!(idx.by_index("app", "web").unwrap().len(), 2);
 }

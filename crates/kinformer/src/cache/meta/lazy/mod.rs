@@ -20,9 +20,10 @@
 //! - **Errors surface when read**: a body whose metadata parses but whose rest is not a valid
 //!   `K` is stored and delivered; [`Lazy::object`] returns the [`DecodeError`] (with the name).
 //! - **Read back from compact storage, parsed only if read**: a `Lazy` decoded from stored
-//!   bytes (a lister read, the old object of an update) parses its metadata on first access;
-//!   the handler of an update that reads only `new` never parses `old`. (Stored bytes were
-//!   checked when they arrived; corrupt ones read as empty metadata, logged, and fail
+//!   bytes (a lister read) parses its metadata on first access; the object an update or a
+//!   delete replaced (`old`) is not even decompressed until its metadata or body is read, so
+//!   the handler of an update that reads only `new` costs nothing for `old`. (Stored bytes
+//!   were checked when they arrived; corrupt ones read as empty metadata, logged, and fail
 //!   [`Lazy::object`].)
 //! - **Metadata edits are kept**: a change made through `meta_mut` (e.g. by a transform) is
 //!   written into the body for the view's fields before the body is decoded or stored.
@@ -32,6 +33,7 @@
 mod meta;
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,8 +58,8 @@ pub fn full_decodes() -> u64 {
 }
 
 /// True if `T` is a `Lazy<_>`: a lister-watcher hands it the object's bytes as they arrived
-/// instead of decoding them.
-#[cfg(feature = "kube")]
+/// instead of decoding them, compact storage its stored bytes to read when needed.
+#[cfg_attr(not(any(feature = "kube", feature = "compact")), allow(dead_code))]
 pub(crate) fn is_lazy<T: ?Sized>() -> bool {
     let unit = std::any::type_name::<Lazy<()>>();
     let prefix = unit.strip_suffix("()>").unwrap_or(unit);
@@ -95,8 +97,10 @@ pub struct Lazy<K> {
     /// Parsed on arrival; for a `Lazy` read back from storage, on first access (the stored
     /// body was checked when it arrived).
     meta: OnceLock<ObjectMeta>,
-    /// The body as it arrived.
-    body: Body,
+    /// The body as it arrived; read from `stored` on first access when that is set.
+    body: OnceLock<Body>,
+    /// Where the body is read from when first needed (an object compact storage replaced).
+    stored: Option<Arc<dyn StoredBody>>,
     /// Set by `meta_mut`: `meta` may differ from the metadata in `raw`.
     meta_changed: bool,
     decoded: OnceLock<Result<Arc<K>, DecodeError>>,
@@ -114,7 +118,76 @@ enum Body {
     /// An enveloped protobuf object (`k8s\0` + `runtime.Unknown`), whose metadata decoded.
     #[cfg(feature = "protobuf")]
     Protobuf(Box<[u8]>),
+    /// A stored body that could not be read back (why): empty metadata, and every read of
+    /// the body fails.
+    Unreadable(Box<str>),
 }
+
+/// The stored form of an object's body, read back only when the body is first needed.
+pub(crate) trait StoredBody: Send + Sync {
+    /// The body, as a `Lazy` of no particular type (its metadata not parsed).
+    ///
+    /// # Errors
+    /// The stored bytes cannot be read back (why, with the object's key).
+    fn read(&self) -> Result<Lazy<()>, String>;
+}
+
+thread_local! {
+    /// A stored body on its way into [`deferred`]'s `Lazy` (see there).
+    static HANDOFF: RefCell<Option<Arc<dyn StoredBody>>> = const { RefCell::new(None) };
+}
+
+/// `K`, which must be a `Lazy<_>`, with its body in `stored`, read when first needed; `None`
+/// if `K` is another type.
+///
+/// `K` is only known to be some `Lazy<_>` at run time, so the body goes through serde: `K`'s
+/// `Deserialize` (this module's) is handed a deserializer that asks for a unit, and takes the
+/// body from a thread-local slot filled just before.
+#[cfg_attr(not(feature = "compact"), allow(dead_code))]
+pub(crate) fn deferred<K: DeserializeOwned>(stored: Arc<dyn StoredBody>) -> Option<K> {
+    if !is_lazy::<K>() {
+        return None;
+    }
+    HANDOFF.with(|slot| *slot.borrow_mut() = Some(stored));
+    let out = K::deserialize(Handoff).ok();
+    HANDOFF.with(|slot| slot.borrow_mut().take());
+    out
+}
+
+/// The deserializer of [`deferred`]: a `Lazy`'s newtype visitor gets a unit.
+struct Handoff;
+
+impl<'de> Deserializer<'de> for Handoff {
+    type Error = de::value::Error;
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a Lazy"))
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        if name == LAZY {
+            visitor.visit_unit()
+        } else {
+            self.deserialize_any(visitor)
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// The newtype name a `Lazy` deserializes as from binary formats.
+const LAZY: &str = "Lazy";
 
 const NOT_AN_OBJECT: &str = "expected a JSON object";
 
@@ -165,6 +238,7 @@ impl Body {
             Body::Protobuf(bytes) => kinformer_protobuf::object_meta(bytes)
                 .map(meta::from_protobuf)
                 .map_err(|e| e.to_string()),
+            Body::Unreadable(why) => Err(why.to_string()),
         }
     }
 
@@ -173,7 +247,13 @@ impl Body {
             Body::Json(j) => j.len(),
             #[cfg(feature = "protobuf")]
             Body::Protobuf(p) => p.len(),
+            Body::Unreadable(_) => 0,
         }
+    }
+
+    /// The error reading an unreadable body gives.
+    fn unreadable(why: &str) -> serde_json::Error {
+        <serde_json::Error as de::Error>::custom(format!("stored body unreadable: {why}"))
     }
 }
 
@@ -213,7 +293,8 @@ impl<K> Lazy<K> {
     fn with(meta: ObjectMeta, body: Body) -> Self {
         Lazy {
             meta: OnceLock::from(meta),
-            body,
+            body: OnceLock::from(body),
+            stored: None,
             meta_changed: false,
             decoded: OnceLock::new(),
             _k: PhantomData,
@@ -243,11 +324,49 @@ impl<K> Lazy<K> {
     fn unparsed(body: Body) -> Self {
         Lazy {
             meta: OnceLock::new(),
-            body,
+            body: OnceLock::from(body),
+            stored: None,
             meta_changed: false,
             decoded: OnceLock::new(),
             _k: PhantomData,
         }
+    }
+
+    /// A `Lazy` whose body is read from `stored` when first needed (see [`deferred`]).
+    fn from_stored(stored: Arc<dyn StoredBody>) -> Self {
+        Lazy {
+            meta: OnceLock::new(),
+            body: OnceLock::new(),
+            stored: Some(stored),
+            meta_changed: false,
+            decoded: OnceLock::new(),
+            _k: PhantomData,
+        }
+    }
+
+    /// The body, read back from storage on first access if it was left there.
+    fn body(&self) -> &Body {
+        self.body.get_or_init(|| {
+            let read = match &self.stored {
+                Some(stored) => stored.read(),
+                None => Err("no body".to_owned()),
+            };
+            match read.map(|lazy| lazy.body.into_inner()) {
+                Ok(Some(body)) => body,
+                Ok(None) => Body::Unreadable("no body".into()),
+                Err(why) => {
+                    tracing::error!(error = %why, "stored object: its body cannot be read back");
+                    Body::Unreadable(why.into_boxed_str())
+                }
+            }
+        })
+    }
+
+    /// True once the body is at hand (always, but for an object read back from storage
+    /// whose metadata and body nobody has read yet).
+    #[cfg(test)]
+    pub(crate) fn body_read(&self) -> bool {
+        self.body.get().is_some()
     }
 
     /// True once the metadata is parsed (at arrival, or at the first read of a stored body).
@@ -265,8 +384,9 @@ impl<K> Lazy<K> {
     /// when they arrived; should one not (corrupt stored bytes), the error is logged and the
     /// metadata is empty, so the object has no key and every keyed use reports it.
     fn parse_meta(&self) -> ObjectMeta {
-        self.body.metadata().unwrap_or_else(|error| {
-            tracing::error!(%error, body_len = self.body.len(), "stored object: its metadata does not parse");
+        let body = self.body();
+        body.metadata().unwrap_or_else(|error| {
+            tracing::error!(%error, body_len = body.len(), "stored object: its metadata does not parse");
             ObjectMeta::default()
         })
     }
@@ -274,7 +394,7 @@ impl<K> Lazy<K> {
     /// True if the body is Kubernetes protobuf (and no metadata edit has been made since).
     pub fn is_protobuf(&self) -> bool {
         #[cfg(feature = "protobuf")]
-        if let Body::Protobuf(_) = self.body {
+        if let Body::Protobuf(_) = self.body() {
             return !self.meta_changed;
         }
         false
@@ -282,18 +402,19 @@ impl<K> Lazy<K> {
 
     /// The body as a JSON object.
     fn json_object(&self) -> Result<serde_json::Map<String, serde_json::Value>, serde_json::Error> {
-        match &self.body {
+        match self.body() {
             Body::Json(raw) => serde_json::from_str(raw),
             #[cfg(feature = "protobuf")]
             Body::Protobuf(bytes) => kinformer_protobuf::from_slice(bytes)
                 .map_err(<serde_json::Error as serde::de::Error>::custom),
+            Body::Unreadable(why) => Err(Body::unreadable(why)),
         }
     }
 
     /// The bytes a binary format stores: the body as it arrived, or the JSON with the
     /// metadata edits.
     fn stored_bytes(&self) -> Result<Cow<'_, [u8]>, serde_json::Error> {
-        match &self.body {
+        match self.body() {
             #[cfg(feature = "protobuf")]
             Body::Protobuf(bytes) if !self.meta_changed => Ok(Cow::Borrowed(bytes)),
             _ => Ok(match self.json()? {
@@ -311,10 +432,11 @@ impl<K> Lazy<K> {
     /// convert.
     pub fn json(&self) -> Result<Cow<'_, str>, serde_json::Error> {
         if !self.meta_changed {
-            return match &self.body {
+            return match self.body() {
                 Body::Json(raw) => Ok(Cow::Borrowed(raw)),
                 #[cfg(feature = "protobuf")]
                 Body::Protobuf(_) => serde_json::to_string(&self.json_object()?).map(Cow::Owned),
+                Body::Unreadable(why) => Err(Body::unreadable(why)),
             };
         }
         let mut body = self.json_object()?;
@@ -344,7 +466,7 @@ impl<K> Lazy<K> {
 
     /// The size of the body as it arrived, in bytes (JSON or protobuf).
     pub fn body_len(&self) -> usize {
-        self.body.len()
+        self.body().len()
     }
 }
 
@@ -363,7 +485,7 @@ impl<K: DeserializeOwned> Lazy<K> {
                     message: e.to_string(),
                 };
                 #[cfg(feature = "protobuf")]
-                if let (Body::Protobuf(bytes), false) = (&self.body, self.meta_changed) {
+                if let (Body::Protobuf(bytes), false) = (self.body(), self.meta_changed) {
                     return kinformer_protobuf::from_slice::<K>(bytes)
                         .map(Arc::new)
                         .map_err(|e| DecodeError {
@@ -398,6 +520,7 @@ impl<K> Clone for Lazy<K> {
         Lazy {
             meta: self.meta.clone(),
             body: self.body.clone(),
+            stored: self.stored.clone(),
             meta_changed: self.meta_changed,
             decoded: self.decoded.clone(),
             _k: PhantomData,
@@ -428,7 +551,7 @@ impl<K> fmt::Debug for Lazy<K> {
             .field("namespace", &self.view().namespace)
             .field("name", &self.view().name)
             .field("resource_version", &self.view().resource_version)
-            .field("body_len", &self.body.len())
+            .field("body_len", &self.body_len())
             .field("protobuf", &self.is_protobuf())
             .field("decoded", &self.is_decoded())
             .finish()
@@ -502,7 +625,7 @@ impl<'de, K> Deserialize<'de> for Lazy<K> {
             // Checked by `RawValue`; an array or a string fails the metadata parse.
             return Self::parsed(Body::Json(raw)).map_err(de::Error::custom);
         }
-        d.deserialize_newtype_struct("Lazy", BinaryBody(PhantomData))
+        d.deserialize_newtype_struct(LAZY, BinaryBody(PhantomData))
     }
 }
 
@@ -519,6 +642,13 @@ impl<'de, K> Visitor<'de> for BinaryBody<K> {
     }
     fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Lazy<K>, D::Error> {
         Lazy::from_stored_bytes(d.deserialize_bytes(BodyBytes)?).map_err(de::Error::custom)
+    }
+    /// From [`deferred`] only: the stored body it put in the slot.
+    fn visit_unit<E: de::Error>(self) -> Result<Lazy<K>, E> {
+        match HANDOFF.with(|slot| slot.borrow_mut().take()) {
+            Some(stored) => Ok(Lazy::from_stored(stored)),
+            None => Err(E::invalid_type(de::Unexpected::Unit, &self)),
+        }
     }
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Lazy<K>, E> {
         Lazy::from_bytes(v.to_vec()).map_err(E::custom)

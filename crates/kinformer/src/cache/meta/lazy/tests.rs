@@ -209,6 +209,7 @@ fn an_update_in_compact_storage_reads_the_old_objects_metadata_only_if_asked() {
         assert!(!up.is_sync());
         let old = up.old.unwrap();
         assert!(!old.meta_parsed());
+        assert!(!old.body_read(), "not even decompressed");
         // Read when asked, from the stored bytes.
         assert_eq!(old.meta().labels.as_ref().unwrap()["app"], "a");
         assert_eq!(
@@ -218,10 +219,74 @@ fn an_update_in_compact_storage_reads_the_old_objects_metadata_only_if_asked() {
         // The same resourceVersion with other bytes: a sync, again without a parse.
         let up = indexer.upsert(version(&format!("{i}1"), "c")).unwrap();
         assert!(up.is_sync());
-        assert!(!up.old.unwrap().meta_parsed());
+        assert!(!up.old.unwrap().body_read());
         assert_eq!(indexer.by_index("app", "c").unwrap().len(), 1);
         assert!(indexer.by_index("app", "b").unwrap().is_empty());
     }
+}
+
+/// A stored body that counts its reads and gives `body` (or fails).
+struct Counted {
+    reads: std::sync::atomic::AtomicUsize,
+    body: Option<&'static str>,
+}
+
+impl super::StoredBody for Counted {
+    fn read(&self) -> Result<Lazy<()>, String> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match self.body {
+            Some(json) => Lazy::from_json(json).map_err(|e| e.to_string()),
+            None => Err("ns/web-0: zstd: corrupt".to_owned()),
+        }
+    }
+}
+
+#[test]
+fn a_body_left_in_storage_is_read_once_when_first_needed() {
+    let stored = Arc::new(Counted {
+        reads: Default::default(),
+        body: Some(POD),
+    });
+    let reads = || stored.reads.load(std::sync::atomic::Ordering::Relaxed);
+    let lazy: Lazy<Pod> =
+        super::deferred(Arc::clone(&stored) as Arc<dyn super::StoredBody>).unwrap();
+    let copy = lazy.clone();
+    assert_eq!(reads(), 0);
+    assert_eq!(lazy.meta().name.as_deref(), Some("web-0"));
+    assert_eq!(lazy.json().unwrap(), POD);
+    assert_eq!(
+        lazy.object().unwrap().spec.as_ref().unwrap().containers[0]
+            .image
+            .as_deref(),
+        Some("nginx")
+    );
+    assert_eq!(
+        reads(),
+        1,
+        "one read for the metadata, the body and the decode"
+    );
+    // A clone made before the read shares the stored body, and reads it itself.
+    assert_eq!(copy, lazy);
+    assert_eq!(reads(), 2);
+    // Only a `Lazy` takes a stored body.
+    assert!(super::deferred::<Pod>(stored).is_none());
+}
+
+#[test]
+fn a_body_that_cannot_be_read_back_gives_empty_metadata_and_errors() {
+    let stored = Arc::new(Counted {
+        reads: Default::default(),
+        body: None,
+    });
+    let lazy: Lazy<Pod> = super::deferred(stored as Arc<dyn super::StoredBody>).unwrap();
+    assert!(lazy.meta().name.is_none());
+    assert_eq!(lazy.body_len(), 0);
+    assert!(!lazy.is_protobuf());
+    let err = lazy.json().unwrap_err().to_string();
+    assert!(err.contains("ns/web-0: zstd: corrupt"), "{err}");
+    assert!(lazy.object().is_err());
+    assert!(serde_json::to_string(&lazy).is_err());
 }
 
 #[test]

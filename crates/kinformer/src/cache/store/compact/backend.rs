@@ -140,17 +140,24 @@ impl<K> Backend<K> for CompactBackend<K> {
     }
 
     /// From the hot-object cache when it holds that very encoding, else decoded (and, via
-    /// the cache, remembered).
+    /// the cache, remembered). An object on its way out (`Via::Peek`: the one an update or a
+    /// delete replaced) that can keep its body in the blob (a `Lazy`) is not decompressed
+    /// until read: the handlers of most updates never read `old`.
     fn object(&self, (key, blob): (ObjectKey, Blob), via: Via) -> Result<Arc<K>, IndexerError> {
         let hot = match &self.hot {
-            Some(hot) if via != Via::Direct => hot,
-            _ => return decode_arc(self.codec.as_ref(), key.as_str(), &blob),
+            Some(hot) if via != Via::Direct => Some(hot),
+            _ => None,
         };
-        if let Some(obj) = hot.get(key.as_str(), &blob) {
+        if let Some(obj) = hot.and_then(|hot| hot.get(key.as_str(), &blob)) {
             return Ok(obj);
         }
+        if via == Via::Peek
+            && let Some(obj) = self.codec.decode_later(key.as_str(), &blob)
+        {
+            return Ok(Arc::new(obj));
+        }
         let obj = decode_arc(self.codec.as_ref(), key.as_str(), &blob)?;
-        if via == Via::Cache {
+        if let (Some(hot), Via::Cache) = (hot, via) {
             hot.insert(&key, &blob, &obj);
         }
         Ok(obj)

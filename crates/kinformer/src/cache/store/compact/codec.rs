@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use zstd::zstd_safe::{self, CCtx, CParameter, DCtx};
 
+use crate::cache::meta::{Lazy, StoredBody, deferred};
 use crate::cache::store::CodecError;
 use crate::cache::store::compact::dictionary::Dictionary;
 use crate::cache::store::{CompactOptions, Format};
@@ -342,22 +343,40 @@ pub(crate) trait ObjectCodec<K>: Send + Sync {
     fn encode(&self, obj: &K, version: &str) -> Result<Blob, CodecError>;
     /// Decodes a blob.
     fn decode(&self, blob: &[u8]) -> Result<K, CodecError>;
+    /// The object `blob` (stored under `key`) stands for, its body left in `blob` until it is
+    /// read, if `K` can do that (a `Lazy`); `None` otherwise.
+    fn decode_later(&self, key: &str, blob: &Blob) -> Option<K>;
     /// The type-independent part.
     fn core(&self) -> &Codec;
 }
 
 /// [`ObjectCodec`] for a serde type.
 pub(crate) struct TypedCodec<K> {
-    codec: Codec,
+    codec: Arc<Codec>,
     _k: PhantomData<fn() -> K>,
 }
 
 impl<K> TypedCodec<K> {
     pub(crate) fn new(opts: &CompactOptions) -> Result<Self, CodecError> {
         Ok(TypedCodec {
-            codec: Codec::new(opts)?,
+            codec: Arc::new(Codec::new(opts)?),
             _k: PhantomData,
         })
+    }
+}
+
+/// A `Lazy`'s body left in its blob: decompressed and read when first needed.
+struct LaterBody {
+    key: Box<str>,
+    blob: Blob,
+    codec: Arc<Codec>,
+}
+
+impl StoredBody for LaterBody {
+    fn read(&self) -> Result<Lazy<()>, String> {
+        self.codec
+            .decode(&self.blob)
+            .map_err(|e| format!("{}: {e}", self.key))
     }
 }
 
@@ -367,6 +386,13 @@ impl<K: Serialize + DeserializeOwned> ObjectCodec<K> for TypedCodec<K> {
     }
     fn decode(&self, blob: &[u8]) -> Result<K, CodecError> {
         self.codec.decode(blob)
+    }
+    fn decode_later(&self, key: &str, blob: &Blob) -> Option<K> {
+        deferred(Arc::new(LaterBody {
+            key: key.into(),
+            blob: Arc::clone(blob),
+            codec: Arc::clone(&self.codec),
+        }))
     }
     fn core(&self) -> &Codec {
         &self.codec
