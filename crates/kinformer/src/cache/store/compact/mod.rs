@@ -10,8 +10,8 @@
 //! - tag `1`: the serialized object compressed with zstd and the indexer's dictionary.
 //!
 //! The resourceVersion beside the bytes tells an update from a sync without decoding the
-//! replaced object; with `Lazy<K>` objects the replaced object handed to handlers as `old` is
-//! decompressed but its metadata parsed only if read.
+//! replaced object; with `Lazy<K>` objects the replaced object handed to handlers as `old`
+//! stays in its blob, decompressed (and its metadata parsed) only if read.
 //!
 //! The dictionary is trained once, from the first [`CompactOptions::train_after`] stored
 //! objects (or given up front with [`CompactOptions::dictionary`]); the objects stored before
