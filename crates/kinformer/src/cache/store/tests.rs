@@ -52,6 +52,26 @@ fn compact_core<K>(idx: &Indexer<K>) -> &super::core::Core<K, super::compact::Co
     }
 }
 
+/// Stored bytes that are no valid blob: a zstd frame header cut short.
+#[cfg(feature = "compact")]
+fn corrupt_blob() -> Blob {
+    Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..])
+}
+
+/// Replaces what is stored under `key` with [`corrupt_blob`], in the item map and the first
+/// index alike.
+#[cfg(feature = "compact")]
+fn corrupt<K>(idx: &Indexer<K>, key: &str) {
+    let bad = corrupt_blob();
+    let mut s = compact_core(idx).state.write();
+    s.tables.items.get_mut(key).unwrap().v = Arc::clone(&bad);
+    for set in s.tables.indices[0].sets_mut() {
+        if let Some(b) = set.get_mut(key) {
+            *b = Arc::clone(&bad);
+        }
+    }
+}
+
 /// Runs each named test function (taking a [`Mode`]) in every mode.
 macro_rules! both_modes {
     ($($name:ident),* $(,)?) => {
@@ -417,16 +437,7 @@ fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
             .unwrap();
     }
     // Corrupt one stored entry, in the item map and the index alike.
-    let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
-    {
-        let mut s = compact_core(&idx).state.write();
-        s.tables.items.get_mut("ns/p1").unwrap().v = Arc::clone(&bad);
-        for set in s.tables.indices[0].sets_mut() {
-            if let Some(b) = set.get_mut("ns/p1") {
-                *b = Arc::clone(&bad);
-            }
-        }
-    }
+    corrupt(&idx, "ns/p1");
     let is_decode =
         |e: &IndexerError| matches!(e, IndexerError::Decode { key, .. } if key.as_str() == "ns/p1");
     assert!(is_decode(&idx.try_get_by_key("ns/p1").unwrap_err()));
@@ -797,16 +808,7 @@ fn compact_update_and_add_replace_a_stored_object_whose_bytes_are_corrupt() {
         idx.add(pod("ns", &format!("p{i}"), &[("app", "web")]))
             .unwrap();
     }
-    let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
-    let corrupt = |key: &str| {
-        let mut s = compact_core(&idx).state.write();
-        s.tables.items.get_mut(key).unwrap().v = Arc::clone(&bad);
-        for set in s.tables.indices[0].sets_mut() {
-            if let Some(b) = set.get_mut(key) {
-                *b = Arc::clone(&bad);
-            }
-        }
-    };
+    let corrupt = |key: &str| corrupt(&idx, key);
     // `update` and `add` discard the object they replace, so they never decode it: the
     // index values kept beside it are enough to move its entries.
     corrupt("ns/p1");
@@ -877,16 +879,8 @@ fn a_lazy_object_replaced_or_deleted_is_handed_on_unread_even_when_its_bytes_are
     );
     // Corrupt: the write goes through (nothing reads the old bytes), and the old object
     // handed on reads as empty metadata and fails to decode, naming the key.
-    let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
-    for key in ["ns/p1", "ns/p2"] {
-        let mut s = compact_core(&idx).state.write();
-        s.tables.items.get_mut(key).unwrap().v = Arc::clone(&bad);
-        for set in s.tables.indices[0].sets_mut() {
-            if let Some(b) = set.get_mut(key) {
-                *b = Arc::clone(&bad);
-            }
-        }
-    }
+    corrupt(&idx, "ns/p1");
+    corrupt(&idx, "ns/p2");
     let up = idx.upsert(lazy("p1", "db", 2)).unwrap();
     assert!(!up.is_sync());
     let old = up.old.unwrap();

@@ -351,13 +351,11 @@ impl<K> Lazy<K> {
                 Some(stored) => stored.read(),
                 None => Err("no body".to_owned()),
             };
+            // Not logged here: a metadata read logs it (`parse_meta`), a body read returns it.
             match read.map(|lazy| lazy.body.into_inner()) {
                 Ok(Some(body)) => body,
                 Ok(None) => Body::Unreadable("no body".into()),
-                Err(why) => {
-                    tracing::error!(error = %why, "stored object: its body cannot be read back");
-                    Body::Unreadable(why.into_boxed_str())
-                }
+                Err(why) => Body::Unreadable(why.into_boxed_str()),
             }
         })
     }
@@ -464,7 +462,8 @@ impl<K> Lazy<K> {
         self.decoded.get().is_some()
     }
 
-    /// The size of the body as it arrived, in bytes (JSON or protobuf).
+    /// The size of the body as it arrived, in bytes (JSON or protobuf); 0 for a stored body
+    /// that cannot be read back.
     pub fn body_len(&self) -> usize {
         self.body().len()
     }
