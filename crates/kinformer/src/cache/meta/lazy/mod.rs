@@ -137,18 +137,20 @@ thread_local! {
     static HANDOFF: RefCell<Option<Arc<dyn StoredBody>>> = const { RefCell::new(None) };
 }
 
-/// `K`, which must be a `Lazy<_>`, with its body in `stored`, read when first needed; `None`
-/// if `K` is another type.
+/// `K`, if it is a `Lazy<_>`, with its body in the stored form `stored` makes, read when first
+/// needed; `None` (and `stored` not called) if `K` is another type.
 ///
 /// `K` is only known to be some `Lazy<_>` at run time, so the body goes through serde: `K`'s
 /// `Deserialize` (this module's) is handed a deserializer that asks for a unit, and takes the
 /// body from a thread-local slot filled just before.
 #[cfg_attr(not(feature = "compact"), allow(dead_code))]
-pub(crate) fn deferred<K: DeserializeOwned>(stored: Arc<dyn StoredBody>) -> Option<K> {
+pub(crate) fn deferred<K: DeserializeOwned>(
+    stored: impl FnOnce() -> Arc<dyn StoredBody>,
+) -> Option<K> {
     if !is_lazy::<K>() {
         return None;
     }
-    HANDOFF.with(|slot| *slot.borrow_mut() = Some(stored));
+    HANDOFF.with(|slot| *slot.borrow_mut() = Some(stored()));
     let out = K::deserialize(Handoff).ok();
     HANDOFF.with(|slot| slot.borrow_mut().take());
     out

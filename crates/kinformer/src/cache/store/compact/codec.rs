@@ -388,11 +388,13 @@ impl<K: Serialize + DeserializeOwned> ObjectCodec<K> for TypedCodec<K> {
         self.codec.decode(blob)
     }
     fn decode_later(&self, key: &str, blob: &Blob) -> Option<K> {
-        deferred(Arc::new(LaterBody {
-            key: key.into(),
-            blob: Arc::clone(blob),
-            codec: Arc::clone(&self.codec),
-        }))
+        deferred(|| {
+            Arc::new(LaterBody {
+                key: key.into(),
+                blob: Arc::clone(blob),
+                codec: Arc::clone(&self.codec),
+            })
+        })
     }
     fn core(&self) -> &Codec {
         &self.codec
