@@ -220,8 +220,80 @@ pub fn decode_list<K: DeserializeOwned>(body: &str) -> Result<ObjectList<K>, Lis
     decode_list_with(JsonDecoder::DEFAULT, body)
 }
 
-/// [`decode_list`] with a given decoder.
+/// [`decode_list`] with a given decoder: in one pass when every item decodes (typed
+/// objects), else item by item.
 pub(crate) fn decode_list_with<K: DeserializeOwned>(
+    decoder: JsonDecoder,
+    body: &str,
+) -> Result<ObjectList<K>, ListWatchError> {
+    match whole_list(decoder, body) {
+        Some(list) => Ok(list),
+        None => list_item_by_item(decoder, body),
+    }
+}
+
+/// A typed list page read in one pass: the items are decoded as `K` in the same scan that
+/// reads the list, instead of first being cut out as raw JSON and then each scanned again
+/// (the cut was about a tenth of a typed informer's decoding under `perf`). `None` for
+/// `Lazy` objects (which keep their JSON as it arrived), a body that is not an object, or
+/// any error at all — one bad item is enough: the item-by-item path then keeps the good
+/// items and names the bad ones, so a page with a bad item is read twice, up to the bad
+/// item and then item by item.
+fn whole_list<K: DeserializeOwned>(decoder: JsonDecoder, body: &str) -> Option<ObjectList<K>> {
+    if crate::cache::meta::is_lazy::<K>() || require_object(body).is_err() {
+        return None;
+    }
+    let list = decoder.decode::<WholeList<K>>(body).ok()?;
+    Some(ObjectList {
+        items: list.items.map(|i| i.0).unwrap_or_default(),
+        resource_version: list.metadata.resource_version.unwrap_or_default(),
+        continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
+        remaining_item_count: list.metadata.remaining_item_count,
+        undecodable: Vec::new(),
+    })
+}
+
+/// A list page with its items decoded (see [`whole_list`]).
+#[derive(Deserialize)]
+#[serde(bound = "K: DeserializeOwned")]
+struct WholeList<K> {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(default)]
+    items: Option<Items<K>>,
+}
+
+/// A JSON array of objects, each decoded into its own `Arc` as it is read.
+struct Items<K>(Vec<Arc<K>>);
+
+impl<'de, K: DeserializeOwned> Deserialize<'de> for Items<K> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<K>(std::marker::PhantomData<K>);
+        impl<'de, K: DeserializeOwned> serde::de::Visitor<'de> for Visit<K> {
+            type Value = Items<K>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of objects")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Items<K>, A::Error> {
+                // A page holds at most a few thousand items (`limit`); the hint is capped so
+                // that a hostile one does not reserve memory.
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+                while let Some(obj) = seq.next_element::<K>()? {
+                    items.push(Arc::new(obj));
+                }
+                Ok(Items(items))
+            }
+        }
+        d.deserialize_seq(Visit(std::marker::PhantomData))
+    }
+}
+
+/// Every item cut out of the list as raw JSON, then decoded on its own: an item that does
+/// not decode goes to [`ObjectList::undecodable`], named if it has a name.
+fn list_item_by_item<K: DeserializeOwned>(
     decoder: JsonDecoder,
     body: &str,
 ) -> Result<ObjectList<K>, ListWatchError> {
@@ -409,6 +481,65 @@ mod tests {
         for &d in JsonDecoder::ALL {
             let list = decode_list_with::<ConfigMap>(d, first).unwrap();
             assert_eq!(list.continue_token, ahead(first), "{d:?}");
+        }
+    }
+
+    /// The fields of a list as both paths must give them.
+    fn fields(
+        list: &ObjectList<ConfigMap>,
+    ) -> (Vec<serde_json::Value>, &str, Option<&str>, Option<i64>) {
+        (
+            list.items
+                .iter()
+                .map(|o| serde_json::to_value(o.as_ref()).unwrap())
+                .collect(),
+            &list.resource_version,
+            list.continue_token.as_deref(),
+            list.remaining_item_count,
+        )
+    }
+
+    #[test]
+    fn a_typed_list_read_in_one_pass_equals_the_list_read_item_by_item() {
+        let bodies = [
+            r#"{"kind":"ConfigMapList","apiVersion":"v1",
+            "metadata":{"resourceVersion":"12","continue":"tok","remainingItemCount":3},
+            "items":[{"metadata":{"name":"a","namespace":"ns"},"data":{"k":"v\u00e9\n"}},
+                     {"metadata":{"name":"b","namespace":"ns","labels":{"app":"web"}}}]}"#,
+            r#"{"items":[{"metadata":{"name":"a"}}],"metadata":{"resourceVersion":"3","continue":""}}"#,
+            r#"{"metadata":{"resourceVersion":"4"},"items":[]}"#,
+            r#"{"metadata":{"resourceVersion":"5"},"items":null}"#,
+            r#"{"metadata":{"resourceVersion":"6"}}"#,
+            r#"{}"#,
+        ];
+        for &d in JsonDecoder::ALL {
+            for body in bodies {
+                let whole = whole_list::<ConfigMap>(d, body)
+                    .unwrap_or_else(|| panic!("{d:?}: not read in one pass: {body}"));
+                let by_item = list_item_by_item::<ConfigMap>(d, body).unwrap();
+                assert_eq!(fields(&whole), fields(&by_item), "{d:?}: {body}");
+                assert!(whole.undecodable.is_empty() && by_item.undecodable.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn a_list_with_a_bad_item_or_of_lazy_objects_is_read_item_by_item() {
+        for &d in JsonDecoder::ALL {
+            let bad = r#"{"metadata":{},"items":[{"metadata":{"name":"a"}},
+                {"metadata":{"name":"bad"},"data":{"k":5}}]}"#;
+            assert!(whole_list::<ConfigMap>(d, bad).is_none(), "{d:?}");
+            let list = decode_list_with::<ConfigMap>(d, bad).unwrap();
+            assert_eq!((list.items.len(), list.undecodable.len()), (1, 1), "{d:?}");
+            let good = r#"{"metadata":{},"items":[{"metadata":{"name":"a"}}]}"#;
+            assert!(whole_list::<Lazy<ConfigMap>>(d, good).is_none(), "{d:?}");
+            for not_a_list in [r#"[{"metadata":{}}]"#, r#"{"items":{}}"#, "", "{"] {
+                assert!(whole_list::<ConfigMap>(d, not_a_list).is_none(), "{d:?}");
+                assert!(
+                    decode_list_with::<ConfigMap>(d, not_a_list).is_err(),
+                    "{d:?}"
+                );
+            }
         }
     }
 
