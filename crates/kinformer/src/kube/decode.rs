@@ -1,5 +1,6 @@
-//! Decoding list bodies object by object, so that one bad object is skipped and reported
-//! instead of failing the whole list; and watch lines one by one, where a bad line is a
+//! Decoding list bodies so that one bad object is skipped and reported instead of failing the
+//! whole list (typed lists in one pass, item by item when an item does not decode); and watch
+//! lines one by one, where a bad line is a
 //! [`DecodeError`] that ends the watch (the reflector resumes from its last synced version).
 //!
 //! Two decoders give the same objects and the same errors (only the messages' wording
@@ -520,6 +521,29 @@ mod tests {
                 assert_eq!(fields(&whole), fields(&by_item), "{d:?}: {body}");
                 assert!(whole.undecodable.is_empty() && by_item.undecodable.is_empty());
             }
+        }
+    }
+
+    #[test]
+    fn a_realistic_pod_list_reads_the_same_in_one_pass() {
+        use k8s_openapi::api::core::v1::Pod;
+        let pod: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../kinformer-protobuf/tests/data/realistic-pod.json"
+        ))
+        .unwrap();
+        let mut other = pod.clone();
+        other["metadata"]["name"] = "other \u{e9}\"quoted\"".into();
+        let body = serde_json::json!({"kind": "PodList", "apiVersion": "v1",
+            "metadata": {"resourceVersion": "42"}, "items": [pod, other]})
+        .to_string();
+        for &d in JsonDecoder::ALL {
+            let whole = whole_list::<Pod>(d, &body).expect("read in one pass");
+            let by_item = list_item_by_item::<Pod>(d, &body).unwrap();
+            assert_eq!(whole.items.len(), 2);
+            for (a, b) in whole.items.iter().zip(&by_item.items) {
+                assert_eq!(a, b, "{d:?}");
+            }
+            assert_eq!(whole.resource_version, "42");
         }
     }
 
