@@ -15,6 +15,7 @@
 //! simd-json parses in place, so it gets a mutable copy of its input: of the whole body
 //! outside the timed part, of each watch line inside it (the library gets `&str` lines).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -32,11 +33,11 @@ struct Items<T> {
 }
 
 /// A pod decoded straight into its `Arc`, as the library's typed list items are.
-struct ArcPod(#[allow(dead_code)] std::sync::Arc<Pod>);
+struct ArcPod(#[allow(dead_code)] Arc<Pod>);
 
 impl<'de> Deserialize<'de> for ArcPod {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Pod::deserialize(d).map(|p| ArcPod(std::sync::Arc::new(p)))
+        Pod::deserialize(d).map(|p| ArcPod(Arc::new(p)))
     }
 }
 
@@ -262,20 +263,20 @@ fn main() -> Result<(), String> {
 fn split_typed(d: Decoder, text: &str) -> Result<usize, String> {
     // Every pod is kept until the list is read, as an informer keeps them (and as the other
     // list cases do): a pod dropped at once would leave its memory to the next one.
-    let mut pods: Vec<std::sync::Arc<Pod>> = Vec::new();
+    let mut pods: Vec<Arc<Pod>> = Vec::new();
     match d {
         Decoder::SonicRs => {
             let list: SonicItems<'_> = sonic_rs::from_str(text).map_err(|e| e.to_string())?;
             pods.reserve(list.items.len());
             for item in &list.items {
-                pods.push(std::sync::Arc::new(d.decode_line(item.as_raw_str())?));
+                pods.push(Arc::new(d.decode_line(item.as_raw_str())?));
             }
         }
         _ => {
             let list: RawItems<'_> = serde_json::from_str(text).map_err(|e| e.to_string())?;
             pods.reserve(list.items.len());
             for item in &list.items {
-                pods.push(std::sync::Arc::new(d.decode_line(item.get())?));
+                pods.push(Arc::new(d.decode_line(item.get())?));
             }
         }
     }

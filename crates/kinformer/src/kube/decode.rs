@@ -247,11 +247,18 @@ fn whole_list<K: DeserializeOwned>(decoder: JsonDecoder, body: &str) -> Option<O
     let list = decoder.decode::<WholeList<K>>(body).ok()?;
     Some(ObjectList {
         items: list.items.map(|i| i.0).unwrap_or_default(),
-        resource_version: list.metadata.resource_version.unwrap_or_default(),
-        continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
-        remaining_item_count: list.metadata.remaining_item_count,
-        undecodable: Vec::new(),
+        ..object_list(list.metadata)
     })
+}
+
+/// An empty list with `metadata`'s version and continuation.
+fn object_list<K>(metadata: ListMeta) -> ObjectList<K> {
+    ObjectList {
+        resource_version: metadata.resource_version.unwrap_or_default(),
+        continue_token: metadata.continue_.filter(|c| !c.is_empty()),
+        remaining_item_count: metadata.remaining_item_count,
+        ..ObjectList::default()
+    }
 }
 
 /// A list page with its items decoded (see [`whole_list`]).
@@ -279,9 +286,7 @@ impl<'de, K: DeserializeOwned> Deserialize<'de> for Items<K> {
                 self,
                 mut seq: A,
             ) -> Result<Items<K>, A::Error> {
-                // A page holds at most a few thousand items (`limit`); the hint is capped so
-                // that a hostile one does not reserve memory.
-                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+                let mut items = Vec::new();
                 while let Some(obj) = seq.next_element::<K>()? {
                     items.push(Arc::new(obj));
                 }
@@ -301,12 +306,7 @@ fn list_item_by_item<K: DeserializeOwned>(
     let (metadata, items) = decoder
         .split_list(body)
         .map_err(|e| DecodeError::new(format!("list response is not a list: {e}")))?;
-    let mut list = ObjectList {
-        resource_version: metadata.resource_version.unwrap_or_default(),
-        continue_token: metadata.continue_.filter(|c| !c.is_empty()),
-        remaining_item_count: metadata.remaining_item_count,
-        ..ObjectList::default()
-    };
+    let mut list = object_list(metadata);
     list.items.reserve(items.len());
     for item in items {
         match decode_object::<K>(decoder, &item) {

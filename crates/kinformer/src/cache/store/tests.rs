@@ -52,17 +52,11 @@ fn compact_core<K>(idx: &Indexer<K>) -> &super::core::Core<K, super::compact::Co
     }
 }
 
-/// Stored bytes that are no valid blob: a zstd frame header cut short.
-#[cfg(feature = "compact")]
-fn corrupt_blob() -> Blob {
-    Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..])
-}
-
-/// Replaces what is stored under `key` with [`corrupt_blob`], in the item map and the first
-/// index alike.
+/// Replaces what is stored under `key` with bytes that are no valid blob (a zstd frame
+/// header cut short), in the item map and the first index alike.
 #[cfg(feature = "compact")]
 fn corrupt<K>(idx: &Indexer<K>, key: &str) {
-    let bad = corrupt_blob();
+    let bad: Blob = Arc::from(&[1u8, 0x28, 0xb5, 0x2f, 0xfd, 9, 9][..]);
     let mut s = compact_core(idx).state.write();
     s.tables.items.get_mut(key).unwrap().v = Arc::clone(&bad);
     for set in s.tables.indices[0].sets_mut() {
@@ -808,12 +802,11 @@ fn compact_update_and_add_replace_a_stored_object_whose_bytes_are_corrupt() {
         idx.add(pod("ns", &format!("p{i}"), &[("app", "web")]))
             .unwrap();
     }
-    let corrupt = |key: &str| corrupt(&idx, key);
     // `update` and `add` discard the object they replace, so they never decode it: the
     // index values kept beside it are enough to move its entries.
-    corrupt("ns/p1");
+    corrupt(&idx, "ns/p1");
     idx.update(pod("ns", "p1", &[("app", "db")])).unwrap();
-    corrupt("ns/p2");
+    corrupt(&idx, "ns/p2");
     idx.add(pod("ns", "p2", &[("app", "web"), ("v", "2")]))
         .unwrap();
     assert_eq!(names(idx.by_index("app", "db").unwrap()), ["p1"]);
@@ -832,7 +825,7 @@ fn compact_update_and_add_replace_a_stored_object_whose_bytes_are_corrupt() {
     );
     // `upsert` hands the old object on, so it still needs it (the store stays unchanged),
     // as does `delete`, which returns it.
-    corrupt("ns/p3");
+    corrupt(&idx, "ns/p3");
     assert!(idx.upsert(pod("ns", "p3", &[("app", "db")])).is_err());
     assert!(idx.delete_by_key("ns/p3").is_err());
     assert_eq!(names(idx.by_index("app", "db").unwrap()), ["p1"]);
