@@ -582,14 +582,13 @@ where
         let resource_version = list.resource_version.clone();
         let items = self.named_items(list);
         let count = items.len();
-        if let Err(source) = self.sink.replace(items, &resource_version) {
+        if let Err(source) = self.listed(count, || self.sink.replace(items, &resource_version)) {
             self.report(ReflectorError::Sink {
                 operation: "replace",
                 source,
             });
             return Some(Input::ListFailed(ErrorClass::Other { retry_after: None }));
         }
-        self.listed(count);
         info!(
             reflector = %self.name,
             count,
@@ -692,10 +691,11 @@ where
         let Some(listed) = pages.listed() else {
             return sink_failed(CacheError::NoPagedReplace);
         };
-        if let Err(source) = self.sink.finish_paged_replace(&listed.resource_version) {
+        if let Err(source) = self.listed(count, || {
+            self.sink.finish_paged_replace(&listed.resource_version)
+        }) {
             return sink_failed(source);
         }
-        self.listed(count);
         info!(
             reflector = %self.name,
             count,
@@ -709,10 +709,17 @@ where
         })
     }
 
-    fn listed(&self, count: usize) {
-        self.stats
-            .listed_objects
-            .fetch_add(count as u64, Ordering::Relaxed);
+    /// Runs `complete`, the sink write that completes a list of `count` objects, counting
+    /// them first: whoever sees the list's effect (the cache, the informer synced) then sees
+    /// it counted. Uncounted again if the write fails.
+    fn listed<E>(&self, count: usize, complete: impl FnOnce() -> Result<(), E>) -> Result<(), E> {
+        let listed = &self.stats.listed_objects;
+        listed.fetch_add(count as u64, Ordering::Relaxed);
+        let r = complete();
+        if r.is_err() {
+            listed.fetch_sub(count as u64, Ordering::Relaxed);
+        }
+        r
     }
 
     /// Runs a watch-list; `probe` is answered when this request is the one finding out
@@ -813,7 +820,9 @@ where
                 WatchEvent::Bookmark(b) if b.is_initial_events_end() => {
                     let items: Vec<Arc<K>> = slots.into_iter().flatten().collect();
                     let count = items.len();
-                    if let Err(source) = self.sink.replace(items, &b.resource_version) {
+                    if let Err(source) =
+                        self.listed(count, || self.sink.replace(items, &b.resource_version))
+                    {
                         self.report(ReflectorError::Sink {
                             operation: "replace",
                             source,
@@ -823,7 +832,6 @@ where
                             None,
                         ));
                     }
-                    self.listed(count);
                     info!(
                         reflector = %self.name,
                         count,
@@ -942,11 +950,21 @@ where
             {
                 return false;
             }
-            WatchEvent::Added(o) => (self.sink.add(Arc::clone(&o)), "add", o),
-            WatchEvent::Modified(o) => (self.sink.update(Arc::clone(&o)), "update", o),
-            WatchEvent::Deleted(o) => (self.sink.delete(Arc::clone(&o)), "delete", o),
+            // Counted before the write: whoever sees the event's effect (the cache, a
+            // handler) then sees it counted.
+            WatchEvent::Added(o) => {
+                ReflectorStats::bump(&self.stats.events);
+                (self.sink.add(Arc::clone(&o)), "add", o)
+            }
+            WatchEvent::Modified(o) => {
+                ReflectorStats::bump(&self.stats.events);
+                (self.sink.update(Arc::clone(&o)), "update", o)
+            }
+            WatchEvent::Deleted(o) => {
+                ReflectorStats::bump(&self.stats.events);
+                (self.sink.delete(Arc::clone(&o)), "delete", o)
+            }
         };
-        ReflectorStats::bump(&self.stats.events);
         if let Err(source) = result {
             self.report(ReflectorError::Sink { operation, source });
         }

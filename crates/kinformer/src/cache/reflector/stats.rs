@@ -47,14 +47,16 @@ pub struct ReflectorMetrics {
     pub lists: u64,
     /// Lists (and watch-lists) that failed.
     pub list_failures: u64,
-    /// Objects the completed lists handed to the sink.
+    /// Objects the completed lists handed to the sink (counted before the list is visible
+    /// in the sink: an informer that reports synced has counted its first list).
     pub listed_objects: u64,
     /// Watches that started (the server accepted the request; a watch-list counts once as a
     /// list and, once synced, once as a watch).
     pub watches: u64,
     /// Watch requests that failed to start.
     pub watch_failures: u64,
-    /// Watch events written into the sink (adds, updates and deletes).
+    /// Watch events written into the sink (adds, updates and deletes; counted before the
+    /// write, so a cache that shows an event's effect has counted it).
     pub events: u64,
     /// Bookmarks received.
     pub bookmarks: u64,
