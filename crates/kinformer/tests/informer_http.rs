@@ -301,6 +301,8 @@ async fn a_factory_informer_converges_after_watch_faults() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_line_mid_watch_loses_no_event() {
     let server = start_server().await;
+    // Named in the failure message, should a fault never reach a watch.
+    server.requests().enable();
     let ns = "garbled";
     server
         .store()
@@ -362,7 +364,16 @@ async fn a_bad_line_mid_watch_loses_no_event() {
                 }
             })
             .await
-            .expect("the fault reached a new watch");
+            .unwrap_or_else(|_| {
+                let requests = server.requests().requests();
+                let last = &requests[requests.len().saturating_sub(20)..];
+                panic!(
+                    "{fault:?}, round {round}: no new watch within {CONVERGE_LIMIT:?}; \
+                     informer {:?}, last error {:?}, the server's last requests {last:#?}",
+                    informer.metrics(),
+                    informer.last_error(),
+                )
+            });
             for j in 0..3 {
                 server
                     .store()
