@@ -137,7 +137,7 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// `kinformer-bench plot <FILE>... --out <SVG>`: the chart of [`BenchArgs::plot`] from runs
+/// `kinformer-bench plot <FILE>... --out <SVG>`: the chart `--plot` draws, from runs
 /// saved with `--json` (one JSON line per run; several files and groups may be combined). The
 /// median of each workload's runs is drawn.
 ///
