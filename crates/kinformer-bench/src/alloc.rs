@@ -104,12 +104,9 @@ fn count(delta: isize) {
     }
 }
 
-fn sum() -> isize {
-    PER_THREAD
-        .iter()
-        .map(|c| c.0.load(Ordering::Relaxed))
-        .sum::<isize>()
-        + SHARED.0.load(Ordering::Relaxed)
+/// The per-thread counters' sum (the live bytes less the shared counter's).
+fn per_thread_sum() -> isize {
+    PER_THREAD.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
 }
 
 /// Starts counting allocations (until the process ends); heap figures are differences of
@@ -182,7 +179,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
 /// Bytes currently allocated through [`CountingAlloc`] (0 if it is not installed).
 pub fn live_bytes() -> usize {
-    usize::try_from(sum()).unwrap_or(0)
+    usize::try_from(per_thread_sum() + SHARED.0.load(Ordering::Relaxed)).unwrap_or(0)
 }
 
 /// Starts watching the peak: from here to [`peak_bytes`], every thread counts into one shared
@@ -200,6 +197,5 @@ pub fn peak_bytes() -> usize {
     if !WATCHING_PEAK.swap(false, Ordering::SeqCst) {
         return live_bytes();
     }
-    let others = sum() - SHARED.0.load(Ordering::Relaxed);
-    usize::try_from(others + SHARED_PEAK.load(Ordering::Relaxed)).unwrap_or(0)
+    usize::try_from(per_thread_sum() + SHARED_PEAK.load(Ordering::Relaxed)).unwrap_or(0)
 }

@@ -929,6 +929,14 @@ where
     /// skipped (an object without a name).
     fn apply(&self, event: WatchEvent<K>) -> bool {
         let type_name = event.type_name();
+        if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) = &event {
+            if !self.is_named(o, type_name) {
+                return false;
+            }
+            // Counted before the write: whoever sees the event's effect (the cache, a
+            // handler) then sees it counted.
+            ReflectorStats::bump(&self.stats.events);
+        }
         let (result, operation, obj) = match event {
             WatchEvent::Bookmark(b) => {
                 ReflectorStats::bump(&self.stats.bookmarks);
@@ -945,25 +953,9 @@ where
                 return true;
             }
             WatchEvent::Error(_) => return false,
-            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)
-                if !self.is_named(&o, type_name) =>
-            {
-                return false;
-            }
-            // Counted before the write: whoever sees the event's effect (the cache, a
-            // handler) then sees it counted.
-            WatchEvent::Added(o) => {
-                ReflectorStats::bump(&self.stats.events);
-                (self.sink.add(Arc::clone(&o)), "add", o)
-            }
-            WatchEvent::Modified(o) => {
-                ReflectorStats::bump(&self.stats.events);
-                (self.sink.update(Arc::clone(&o)), "update", o)
-            }
-            WatchEvent::Deleted(o) => {
-                ReflectorStats::bump(&self.stats.events);
-                (self.sink.delete(Arc::clone(&o)), "delete", o)
-            }
+            WatchEvent::Added(o) => (self.sink.add(Arc::clone(&o)), "add", o),
+            WatchEvent::Modified(o) => (self.sink.update(Arc::clone(&o)), "update", o),
+            WatchEvent::Deleted(o) => (self.sink.delete(Arc::clone(&o)), "delete", o),
         };
         if let Err(source) = result {
             self.report(ReflectorError::Sink { operation, source });
