@@ -64,6 +64,7 @@ pub mod synthetic;
 pub mod table;
 pub mod validate;
 pub mod watch;
+mod watch_chunks;
 
 pub use audit::{WriteAudit, WriteRecord};
 pub use config::ServerConfig;

@@ -652,6 +652,7 @@ async fn start_watch(
         closes,
         protobuf,
         table,
+        chunks: Arc::clone(&st.stats.watch_chunks),
     };
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     tokio::spawn(watch::run(req, tx));

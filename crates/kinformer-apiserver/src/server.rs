@@ -133,6 +133,12 @@ impl ApiServer {
         self.stats.watch_lists_refused.load(Ordering::Relaxed)
     }
 
+    /// How the server's watch streams have cut their events into chunks so far: whether
+    /// watchers keep up event by event (see [`WatchChunks`](crate::watch::WatchChunks)).
+    pub fn watch_chunks(&self) -> crate::watch::WatchChunkCounts {
+        self.stats.watch_chunks.counts()
+    }
+
     /// The bound address.
     pub fn addr(&self) -> SocketAddr {
         self.addr

@@ -11,6 +11,7 @@
 //!   ERROR event with a 410 `Status` (reason Expired) and the stream ends.
 //! - `timeoutSeconds` ends the stream cleanly; so does a simulated restart.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -26,6 +27,7 @@ use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 use crate::store::{EventType, Store};
 use crate::table::{IncludeObject, object_table};
+pub use crate::watch_chunks::{WatchChunkCounts, WatchChunks};
 
 /// Events fetched from the history per lock.
 const BATCH: usize = 512;
@@ -73,6 +75,8 @@ pub struct WatchRequest {
     pub protobuf: bool,
     /// Each event's object as a one-row `Table` (`kubectl get -w`), JSON only.
     pub table: Option<IncludeObject>,
+    /// Where the stream counts its chunks.
+    pub chunks: Arc<WatchChunks>,
 }
 
 /// An `{"type":T,"object":O}` line.
@@ -149,6 +153,9 @@ struct Sink {
     protobuf: Option<Protobuf>,
     table: Option<(ResourceDef, IncludeObject)>,
     sent: usize,
+    /// `sent` at the last flush.
+    flushed: usize,
+    chunks: Arc<WatchChunks>,
     close_after: Option<usize>,
     truncate_after: Option<usize>,
     garble_after: Option<usize>,
@@ -257,6 +264,8 @@ impl Sink {
             return true;
         }
         let b = self.buf.split().freeze();
+        self.chunks.record(self.sent - self.flushed);
+        self.flushed = self.sent;
         self.tx.send(b).await.is_ok()
     }
 }
@@ -281,6 +290,8 @@ pub async fn run(mut req: WatchRequest, tx: mpsc::Sender<Bytes>) {
             .filter(|_| !req.protobuf)
             .map(|include| (req.def.clone(), include)),
         sent: 0,
+        flushed: 0,
+        chunks: Arc::clone(&req.chunks),
         close_after: None,
         truncate_after: None,
         garble_after: None,

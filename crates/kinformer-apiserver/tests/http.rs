@@ -367,6 +367,48 @@ async fn watch_replays_history_in_order_then_goes_live() {
 }
 
 #[tokio::test]
+async fn watch_chunks_show_whether_a_watcher_keeps_up_event_by_event() {
+    let server = TestServer::start().await.unwrap();
+    let cms: Api<ConfigMap> = Api::default_namespaced(server.client().unwrap());
+    let first = cms
+        .create(&PostParams::default(), &cm("first"))
+        .await
+        .unwrap();
+    for i in 0..10 {
+        cms.create(&PostParams::default(), &cm(&format!("behind-{i}")))
+            .await
+            .unwrap();
+    }
+
+    // A watcher that starts behind gets the history it missed in one chunk.
+    let before = server.watch_chunks();
+    let mut w = cms
+        .watch(&WatchParams::default(), &rv(&first).to_string())
+        .await
+        .unwrap()
+        .boxed();
+    for _ in 0..10 {
+        assert!(matches!(next(&mut w).await, WatchEvent::Added(_)));
+    }
+    let history = server.watch_chunks().since(&before);
+    assert_eq!(history.chunks, 1, "{history:?}");
+    assert_eq!(history.events_by_chunk_size, [0, 0, 10, 0]);
+
+    // Then, each write waiting for the event of the one before: one event per chunk.
+    let before = server.watch_chunks();
+    for i in 0..5 {
+        cms.create(&PostParams::default(), &cm(&format!("live-{i}")))
+            .await
+            .unwrap();
+        assert!(matches!(next(&mut w).await, WatchEvent::Added(_)));
+    }
+    let live = server.watch_chunks().since(&before);
+    assert_eq!(live.chunks, 5, "{live:?}");
+    assert_eq!(live.events_by_chunk_size, [5, 0, 0, 0]);
+    assert_eq!(server.watch_chunks().events(), 15);
+}
+
+#[tokio::test]
 async fn watch_from_a_compacted_version_gets_a_410_error_event() {
     let server = TestServer::start().await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client().unwrap());

@@ -53,7 +53,20 @@
 //! - `KINFORMER_BENCH_TRACE=1`: the client's peak RSS and CPU time at sync and its CPU time
 //!   after the update burst, the server's write time, and the delivery delays per 250 ms of
 //!   write time (count, mean, max), which show whether a high p99 comes from a few stalls or
-//!   from whole stretches of lag.
+//!   from whole stretches of lag; and per round how the server cut the watch's events into
+//!   chunks (`chunks`, a hidden server command: [`ApiServer::watch_chunks`]). A client that
+//!   keeps up gets one event per chunk; one that reads late gets every event written
+//!   meanwhile in one chunk, and that chunk's first events wait for it. In E1C's burst
+//!   (2026-12-03) 27–28 % of the events went out alone and 35 % in chunks of 64 or more,
+//!   against kube-runtime's 55–64 % and 19–25 % in the same stretch (E1C's burst p50 1.9–2.1
+//!   ms, kube-runtime's 0.13–0.22); with one client worker (`TOKIO_WORKER_THREADS=1`) E1C
+//!   sent 75–77 % alone, burst p50 0.12 ms, p99 7.4–7.5 ms like kube-runtime's 7.1–7.5, but
+//!   synced in 1,130–1,200 ms instead of 730–750. So E1C's burst delay is the client reading
+//!   the watch late when its tasks (the HTTP connection, reflector, process loop, listener)
+//!   spread over both workers, not its CPU per update (kube-runtime's client used as much
+//!   CPU in that burst: 2,600 ms against E1C's 2,570 in one traced pair). A temporary probe
+//!   at the reflector found three quarters of E1C's median delivery delay and 85–90 % of its
+//!   p99 already there, before the process loop and the listener.
 //! - `KINFORMER_BENCH_SERVER_WORKERS=<n>`: the server process's runtime gets `n` worker
 //!   threads (default: one per core). Its update writer is a thread of its own besides them,
 //!   so on a 2-core machine the default runs the writer, two server workers and the client's
@@ -75,6 +88,7 @@ use kinformer::cache::{
     HasSynced, InformerOptions, Lazy, ResourceEventHandler, SharedIndexInformer, Storage,
 };
 use kinformer::kube::{KubeListerWatcher, Wire};
+use kinformer_apiserver::watch::WatchChunkCounts;
 use kinformer_apiserver::{ApiServer, ServerConfig, bench_pod_update, seed_bench_pods};
 use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
@@ -260,6 +274,27 @@ impl ServerProcess {
             .map_err(|e| format!("writing to the server: {e}"))
     }
 
+    /// The server's watch chunk counts so far (the `chunks` command).
+    fn watch_chunks(&mut self) -> Result<WatchChunkCounts, String> {
+        self.command("chunks")?;
+        let line = self.read_line()?;
+        let numbers: Vec<u64> = line
+            .strip_prefix("chunks ")
+            .map(|rest| {
+                rest.split_whitespace()
+                    .filter_map(|n| n.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        match numbers[..] {
+            [chunks, a, b, c, d] => Ok(WatchChunkCounts {
+                chunks,
+                events_by_chunk_size: [a, b, c, d],
+            }),
+            _ => Err(format!("unexpected server line {line:?}")),
+        }
+    }
+
     fn client(&self) -> Result<Client, String> {
         let uri = self
             .url
@@ -422,6 +457,13 @@ async fn bench_server(pods: usize, realistic: bool, protobuf: bool) -> Result<()
                 .await
                 .map_err(|e| e.to_string())?;
                 println!("updated {n} {}", start.elapsed().as_millis());
+                std::io::stdout().flush().map_err(|e| e.to_string())?;
+            }
+            (Some("chunks"), None) => {
+                // `chunks`: how the watch streams have cut their events so far.
+                let c = server.watch_chunks();
+                let [a, b, c8, d] = c.events_by_chunk_size;
+                println!("chunks {} {a} {b} {c8} {d}", c.chunks);
                 std::io::stdout().flush().map_err(|e| e.to_string())?;
             }
             _ => eprintln!("bench server: unknown command {line:?}"),
@@ -683,6 +725,12 @@ async fn update_round(
     n: usize,
     per_s: Option<f64>,
 ) -> Result<f64, String> {
+    let trace = std::env::var_os("KINFORMER_BENCH_TRACE").is_some();
+    let chunks_before = if trace {
+        Some(server.watch_chunks()?)
+    } else {
+        None
+    };
     let all_updates = progress.all_updates.notified();
     let write_start = Instant::now();
     match per_s {
@@ -699,9 +747,21 @@ async fn update_round(
         })?;
     let updates_s = write_start.elapsed().as_secs_f64();
     let writer = server.read_line()?;
-    if std::env::var_os("KINFORMER_BENCH_TRACE").is_some() {
+    if let Some(before) = chunks_before {
         let pace = per_s.map_or_else(|| "as fast as it can".to_owned(), |r| format!("{r}/s"));
         eprintln!("E1 server ({pace}): {}", writer.trim());
+        let round = server.watch_chunks()?.since(&before);
+        let share = |n: u64| 100.0 * n as f64 / round.events().max(1) as f64;
+        let [one, few, some, many] = round.events_by_chunk_size;
+        eprintln!(
+            "E1: the server sent {} events in {} chunks; events in chunks of 1: {:.0} %, 2–7: {:.0} %, 8–63: {:.0} %, 64 or more: {:.0} %",
+            round.events(),
+            round.chunks,
+            share(one),
+            share(few),
+            share(some),
+            share(many)
+        );
         eprintln!("E1: CPU time after the updates {:.0} ms", cpu_ms()?);
         for (start_ms, n, mean, max) in progress.windows() {
             eprintln!(
