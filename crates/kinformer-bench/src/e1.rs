@@ -461,9 +461,9 @@ async fn bench_server(pods: usize, realistic: bool, protobuf: bool) -> Result<()
             }
             (Some("chunks"), None) => {
                 // `chunks`: how the watch streams have cut their events so far.
-                let c = server.watch_chunks();
-                let [a, b, c8, d] = c.events_by_chunk_size;
-                println!("chunks {} {a} {b} {c8} {d}", c.chunks);
+                let counts = server.watch_chunks();
+                let [one, few, some, many] = counts.events_by_chunk_size;
+                println!("chunks {} {one} {few} {some} {many}", counts.chunks);
                 std::io::stdout().flush().map_err(|e| e.to_string())?;
             }
             _ => eprintln!("bench server: unknown command {line:?}"),
