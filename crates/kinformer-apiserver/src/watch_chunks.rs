@@ -3,6 +3,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use serde::{Deserialize, Serialize};
+
 /// How the server's watch streams cut their events into chunks (a chunk is what a stream
 /// hands to the connection at once). A stream drains the history written since its last
 /// chunk (up to 512 events at a time) and sends what it gathered: a watcher that keeps up gets
@@ -54,8 +56,9 @@ impl WatchChunks {
 /// assert_eq!(round.chunks, 2);
 /// assert_eq!(round.events(), 31);
 /// assert_eq!(round.events_by_chunk_size, [1, 0, 30, 0]);
+/// assert_eq!(WatchChunkCounts::class_name(2), "8–63");
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WatchChunkCounts {
     /// Chunks that carried at least one event.
     pub chunks: u64,
@@ -68,6 +71,18 @@ impl WatchChunkCounts {
     /// All events counted.
     pub fn events(&self) -> u64 {
         self.events_by_chunk_size.iter().sum()
+    }
+
+    /// The name of size class `i` of [`events_by_chunk_size`](Self::events_by_chunk_size):
+    /// `1`, `2–7`, `8–63`, `64 or more`.
+    pub fn class_name(i: usize) -> String {
+        let classes = WatchChunks::CLASSES;
+        match (classes.get(i), classes.get(i + 1)) {
+            (Some(first), Some(next)) if next - 1 == *first => first.to_string(),
+            (Some(first), Some(next)) => format!("{first}–{}", next - 1),
+            (Some(first), None) => format!("{first} or more"),
+            (None, _) => String::new(),
+        }
     }
 
     /// The counts since the reading `earlier`.

@@ -278,21 +278,9 @@ impl ServerProcess {
     fn watch_chunks(&mut self) -> Result<WatchChunkCounts, String> {
         self.command("chunks")?;
         let line = self.read_line()?;
-        let numbers: Vec<u64> = line
-            .strip_prefix("chunks ")
-            .map(|rest| {
-                rest.split_whitespace()
-                    .filter_map(|n| n.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        match numbers[..] {
-            [chunks, a, b, c, d] => Ok(WatchChunkCounts {
-                chunks,
-                events_by_chunk_size: [a, b, c, d],
-            }),
-            _ => Err(format!("unexpected server line {line:?}")),
-        }
+        line.strip_prefix("chunks ")
+            .and_then(|json| serde_json::from_str(json).ok())
+            .ok_or_else(|| format!("unexpected server line {line:?}"))
     }
 
     fn client(&self) -> Result<Client, String> {
@@ -461,9 +449,9 @@ async fn bench_server(pods: usize, realistic: bool, protobuf: bool) -> Result<()
             }
             (Some("chunks"), None) => {
                 // `chunks`: how the watch streams have cut their events so far.
-                let counts = server.watch_chunks();
-                let [one, few, some, many] = counts.events_by_chunk_size;
-                println!("chunks {} {one} {few} {some} {many}", counts.chunks);
+                let counts =
+                    serde_json::to_string(&server.watch_chunks()).map_err(|e| e.to_string())?;
+                println!("chunks {counts}");
                 std::io::stdout().flush().map_err(|e| e.to_string())?;
             }
             _ => eprintln!("bench server: unknown command {line:?}"),
@@ -751,16 +739,20 @@ async fn update_round(
         let pace = per_s.map_or_else(|| "as fast as it can".to_owned(), |r| format!("{r}/s"));
         eprintln!("E1 server ({pace}): {}", writer.trim());
         let round = server.watch_chunks()?.since(&before);
-        let share = |n: u64| 100.0 * n as f64 / round.events().max(1) as f64;
-        let [one, few, some, many] = round.events_by_chunk_size;
+        let shares: Vec<String> = round
+            .events_by_chunk_size
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let share = 100.0 * n as f64 / round.events().max(1) as f64;
+                format!("{}: {share:.0} %", WatchChunkCounts::class_name(i))
+            })
+            .collect();
         eprintln!(
-            "E1: the server sent {} events in {} chunks; events in chunks of 1: {:.0} %, 2–7: {:.0} %, 8–63: {:.0} %, 64 or more: {:.0} %",
+            "E1: the server sent {} events in {} chunks; events in chunks of {}",
             round.events(),
             round.chunks,
-            share(one),
-            share(few),
-            share(some),
-            share(many)
+            shares.join(", ")
         );
         eprintln!("E1: CPU time after the updates {:.0} ms", cpu_ms()?);
         for (start_ms, n, mean, max) in progress.windows() {
