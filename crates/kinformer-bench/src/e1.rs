@@ -85,7 +85,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kinformer::cache::store::CompactOptions;
 use kinformer::cache::{
-    HasSynced, InformerOptions, Lazy, ResourceEventHandler, SharedIndexInformer, Storage,
+    HandlerOptions, HasSynced, InformerOptions, Lazy, ResourceEventHandler, SharedIndexInformer,
+    Storage,
 };
 use kinformer::kube::{KubeListerWatcher, Wire};
 use kinformer_apiserver::watch::WatchChunkCounts;
@@ -585,7 +586,10 @@ where
             .with_page_size(500),
     );
     informer
-        .add_event_handler(Handler(Arc::clone(progress)))
+        .add_event_handler_with_options(
+            Handler(Arc::clone(progress)),
+            HandlerOptions::new().nonblocking(true),
+        )
         .map_err(|e| e.to_string())?;
     let task = tokio::spawn({
         let (informer, cancel) = (informer.clone(), cancel.clone());

@@ -10,7 +10,9 @@ use kinformer::cache::listwatch::Selectors;
 use kinformer::cache::store::{
     IndexFunc, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };
-use kinformer::cache::{DeletedObject, ResourceEventHandler, SharedInformerFactory};
+use kinformer::cache::{
+    DeletedObject, HandlerOptions, ResourceEventHandler, SharedInformerFactory,
+};
 use kinformer::kube::Wire;
 use kube::core::{ApiResource, DynamicObject};
 use kube::discovery::{Discovery, Scope};
@@ -230,7 +232,9 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
     let index_names: Vec<String> = indexers.keys().cloned().collect();
     informer.add_indexers(indexers)?;
     let (tx, mut rx) = mpsc::unbounded_channel();
-    informer.add_event_handler(Forward(tx))?;
+    // Sending on an unbounded channel never blocks.
+    informer
+        .add_event_handler_with_options(Forward(tx), HandlerOptions::new().nonblocking(true))?;
 
     let cancel = CancellationToken::new();
     factory.start(&cancel);

@@ -1,6 +1,6 @@
 //! SharedIndexInformer behaviour against the in-memory FakeListerWatcher, on tokio's paused
-//! clock. Every scenario runs once per queue kind (RealFIFO and DeltaFIFO) and storage (typed and
-//! compact).
+//! clock. Every scenario runs once per queue kind (RealFIFO and DeltaFIFO), storage (typed and
+//! compact) and handler registration (on the handler's task, or non-blocking).
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
@@ -14,8 +14,8 @@ use kinformer::cache::reflector::ReflectorError;
 use kinformer::cache::store::{CompactOptions, label_index_func};
 use kinformer::cache::testing::FakeListerWatcher;
 use kinformer::cache::{
-    DeletedObject, HasSynced, InformerError, InformerOptions, QueueKind, ResourceEventHandler,
-    SharedIndexInformer, Storage,
+    DeletedObject, HandlerOptions, HasSynced, InformerError, InformerOptions, QueueKind,
+    ResourceEventHandler, SharedIndexInformer, Storage,
 };
 use kube_core::ObjectMeta;
 use parking_lot::Mutex;
@@ -123,6 +123,15 @@ impl Running {
 struct Mode {
     queue: QueueKind,
     compact: bool,
+    /// Handlers registered as non-blocking (called on the watch task once synced).
+    nonblocking: bool,
+}
+
+impl Mode {
+    /// How the scenario's (quick) handlers are registered.
+    fn handler(self) -> HandlerOptions {
+        HandlerOptions::new().nonblocking(self.nonblocking)
+    }
 }
 
 fn informer(
@@ -186,9 +195,15 @@ where
 {
     for queue in [QueueKind::RealFifo, QueueKind::DeltaFifo] {
         for compact in [false, true] {
-            let mode = Mode { queue, compact };
-            eprintln!("mode: {mode:?}");
-            scenario(mode).await;
+            for nonblocking in [false, true] {
+                let mode = Mode {
+                    queue,
+                    compact,
+                    nonblocking,
+                };
+                eprintln!("mode: {mode:?}");
+                scenario(mode).await;
+            }
         }
     }
 }
@@ -204,7 +219,9 @@ async fn the_initial_list_arrives_as_adds_marked_initial() {
         }
         let inf = informer(&lw, kind, Duration::ZERO);
         let rec = Arc::new(Recorder::default());
-        let reg = inf.add_event_handler(Arc::clone(&rec)).unwrap();
+        let reg = inf
+            .add_event_handler_with_options(Arc::clone(&rec), kind.handler())
+            .unwrap();
         assert!(!inf.has_synced());
         let run = start(&inf);
         reg.wait_synced().await;
@@ -231,7 +248,9 @@ async fn an_empty_initial_list_still_syncs() {
     for_each_mode(|kind| async move {
         let lw = FakeListerWatcher::<ConfigMap>::new();
         let inf = informer(&lw, kind, Duration::ZERO);
-        let reg = inf.add_event_handler(Recorder::default()).unwrap();
+        let reg = inf
+            .add_event_handler_with_options(Recorder::default(), kind.handler())
+            .unwrap();
         let run = start(&inf);
         reg.wait_synced().await;
         assert!(inf.has_synced());
@@ -247,7 +266,9 @@ async fn watch_events_reach_handlers_in_order_per_key() {
         lw.add(cm("other")).unwrap();
         let inf = informer(&lw, kind, Duration::ZERO);
         let rec = Arc::new(Recorder::default());
-        let reg = inf.add_event_handler(Arc::clone(&rec)).unwrap();
+        let reg = inf
+            .add_event_handler_with_options(Arc::clone(&rec), kind.handler())
+            .unwrap();
         let run = start(&inf);
         reg.wait_synced().await;
         lw.add(cm("x")).unwrap(); // 2
@@ -284,7 +305,9 @@ async fn a_relist_after_410_turns_missed_deletes_into_tombstones() {
         lw.add(cm("b")).unwrap();
         let inf = informer(&lw, kind, Duration::ZERO);
         let rec = Arc::new(Recorder::default());
-        let reg = inf.add_event_handler(Arc::clone(&rec)).unwrap();
+        let reg = inf
+            .add_event_handler_with_options(Arc::clone(&rec), kind.handler())
+            .unwrap();
         let run = start(&inf);
         reg.wait_synced().await;
         eventually("the watch is open", || lw.active_watches() == 1).await;
@@ -332,7 +355,9 @@ async fn a_late_handler_gets_the_cache_replayed_without_gaps_or_duplicates() {
         }
         let inf = informer(&lw, kind, Duration::ZERO);
         let early = Arc::new(Recorder::default());
-        let early_reg = inf.add_event_handler(Arc::clone(&early)).unwrap();
+        let early_reg = inf
+            .add_event_handler_with_options(Arc::clone(&early), kind.handler())
+            .unwrap();
         let run = start(&inf);
         early_reg.wait_synced().await;
         // Objects keep arriving while the late handler is added.
@@ -349,7 +374,9 @@ async fn a_late_handler_gets_the_cache_replayed_without_gaps_or_duplicates() {
             tokio::task::yield_now().await;
         }
         let late = Arc::new(Recorder::default());
-        let late_reg = inf.add_event_handler(Arc::clone(&late)).unwrap();
+        let late_reg = inf
+            .add_event_handler_with_options(Arc::clone(&late), kind.handler())
+            .unwrap();
         producer.await.unwrap();
         late_reg.wait_synced().await;
         eventually("every object reached the late handler", || {
@@ -388,12 +415,21 @@ async fn resync_goes_only_to_handlers_whose_period_is_due() {
         let fast = Arc::new(Recorder::default());
         let slow = Arc::new(Recorder::default());
         let never = Arc::new(Recorder::default());
-        inf.add_event_handler_with_resync(Arc::clone(&fast), Duration::from_secs(10))
-            .unwrap();
-        inf.add_event_handler_with_resync(Arc::clone(&slow), Duration::from_secs(30))
-            .unwrap();
+        inf.add_event_handler_with_options(
+            Arc::clone(&fast),
+            kind.handler().resync_period(Duration::from_secs(10)),
+        )
+        .unwrap();
+        inf.add_event_handler_with_options(
+            Arc::clone(&slow),
+            kind.handler().resync_period(Duration::from_secs(30)),
+        )
+        .unwrap();
         let reg = inf
-            .add_event_handler_with_resync(Arc::clone(&never), Duration::ZERO)
+            .add_event_handler_with_options(
+                Arc::clone(&never),
+                kind.handler().resync_period(Duration::ZERO),
+            )
             .unwrap();
         assert_eq!(
             inf.resync_check_period(),
@@ -411,8 +447,11 @@ async fn resync_goes_only_to_handlers_whose_period_is_due() {
         assert_eq!(never.count("sync"), 0);
         // Added after the start with a shorter period: raised to the check period.
         let late = Arc::new(Recorder::default());
-        inf.add_event_handler_with_resync(Arc::clone(&late), Duration::from_secs(2))
-            .unwrap();
+        inf.add_event_handler_with_options(
+            Arc::clone(&late),
+            kind.handler().resync_period(Duration::from_secs(2)),
+        )
+        .unwrap();
         assert_eq!(inf.resync_check_period(), Duration::from_secs(10));
         run.stop().await;
     })
@@ -427,8 +466,11 @@ async fn a_removed_handler_receives_nothing_more() {
         let inf = informer(&lw, kind, Duration::ZERO);
         let kept = Arc::new(Recorder::default());
         let removed = Arc::new(Recorder::default());
-        inf.add_event_handler(Arc::clone(&kept)).unwrap();
-        let reg = inf.add_event_handler(Arc::clone(&removed)).unwrap();
+        inf.add_event_handler_with_options(Arc::clone(&kept), kind.handler())
+            .unwrap();
+        let reg = inf
+            .add_event_handler_with_options(Arc::clone(&removed), kind.handler())
+            .unwrap();
         let run = start(&inf);
         reg.wait_synced().await;
         assert_eq!(inf.handler_count(), 2);
@@ -452,7 +494,9 @@ async fn indexers_added_after_the_start_are_back_filled() {
         lw.add(cm_labelled("a", "web")).unwrap();
         lw.add(cm_labelled("b", "db")).unwrap();
         let inf = informer(&lw, kind, Duration::ZERO);
-        let reg = inf.add_event_handler(Recorder::default()).unwrap();
+        let reg = inf
+            .add_event_handler_with_options(Recorder::default(), kind.handler())
+            .unwrap();
         let run = start(&inf);
         reg.wait_synced().await;
         inf.add_indexers([("app".to_string(), label_index_func("app"))].into())
@@ -489,10 +533,14 @@ async fn shutdown_leaves_no_task_and_refuses_new_handlers() {
         let lw = FakeListerWatcher::new();
         lw.add(cm("a")).unwrap();
         let inf = informer(&lw, kind, Duration::from_secs(30));
-        let reg = inf.add_event_handler(Recorder::default()).unwrap();
+        let reg = inf
+            .add_event_handler_with_options(Recorder::default(), kind.handler())
+            .unwrap();
         let run = start(&inf);
         reg.wait_synced().await;
-        let late = inf.add_event_handler(Recorder::default()).unwrap();
+        let late = inf
+            .add_event_handler_with_options(Recorder::default(), kind.handler())
+            .unwrap();
         late.wait_synced().await;
         assert!(inf.running_listener_tasks() >= 2);
         assert!(!inf.is_stopped());
@@ -539,7 +587,9 @@ async fn transform_applies_and_watch_error_handler_is_set_before_the_start_only(
             move |e: &ReflectorError| errors.lock().push(e.to_string())
         })
         .unwrap();
-        let reg = inf.add_event_handler(Recorder::default()).unwrap();
+        let reg = inf
+            .add_event_handler_with_options(Recorder::default(), kind.handler())
+            .unwrap();
         let run = start(&inf);
         reg.wait_synced().await;
         assert_eq!(
@@ -594,7 +644,9 @@ async fn a_slow_handler_delays_neither_the_others_nor_its_own_sync_tracking() {
             })
             .unwrap();
         let fast = Arc::new(Recorder::default());
-        let fast_reg = inf.add_event_handler(Arc::clone(&fast)).unwrap();
+        let fast_reg = inf
+            .add_event_handler_with_options(Arc::clone(&fast), kind.handler())
+            .unwrap();
         let run = start(&inf);
         tokio::time::timeout(bound, fast_reg.wait_synced())
             .await
@@ -654,7 +706,9 @@ async fn a_stream_gets_what_a_handler_gets_and_a_full_stream_holds_back_nobody()
         lw.add(cm("a")).unwrap();
         let inf = informer(&lw, kind, Duration::ZERO);
         let rec = Arc::new(Recorder::default());
-        let reg = inf.add_event_handler(Arc::clone(&rec)).unwrap();
+        let reg = inf
+            .add_event_handler_with_options(Arc::clone(&rec), kind.handler())
+            .unwrap();
         let mut stream = inf.event_stream(1).unwrap();
         let run = start(&inf);
         reg.wait_synced().await;
@@ -697,4 +751,136 @@ async fn a_stream_gets_what_a_handler_gets_and_a_full_stream_holds_back_nobody()
         run.stop().await;
     })
     .await;
+}
+
+/// Records, per added object, the id of the task that called the handler.
+#[derive(Default)]
+struct TaskIds(Mutex<HashMap<String, Option<tokio::task::Id>>>);
+
+impl ResourceEventHandler<ConfigMap> for TaskIds {
+    fn on_add(&self, obj: &Arc<ConfigMap>, _: bool) {
+        self.0.lock().insert(key(obj), tokio::task::try_id());
+    }
+}
+
+/// Once synced, a live event reaches the non-blocking handlers on one task (the watch's,
+/// which delivered in their place), while each ordinary handler is called on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_events_reach_nonblocking_handlers_on_the_watch_task_and_others_on_their_own() {
+    let lw = FakeListerWatcher::new();
+    let mode = Mode {
+        queue: QueueKind::RealFifo,
+        compact: false,
+        nonblocking: true,
+    };
+    let inf = informer(&lw, mode, Duration::ZERO);
+    let handlers: Vec<Arc<TaskIds>> = (0..4).map(|_| Arc::default()).collect();
+    let mut regs = Vec::new();
+    for (i, h) in handlers.iter().enumerate() {
+        let options = HandlerOptions::new().nonblocking(i < 2);
+        regs.push(
+            inf.add_event_handler_with_options(Arc::clone(h), options)
+                .unwrap(),
+        );
+    }
+    let run = start(&inf);
+    for reg in &regs {
+        tokio::time::timeout(Duration::from_secs(20), reg.wait_synced())
+            .await
+            .unwrap();
+    }
+    // Spaced out, so each finds the handlers idle; the first may still meet the process
+    // loop handing over.
+    let mut shared_task = 0;
+    for i in 0..20 {
+        let k = format!("ns/live-{i}");
+        lw.add(cm(&format!("live-{i}"))).unwrap();
+        eventually("all four handlers saw it", || {
+            handlers.iter().all(|h| h.0.lock().contains_key(&k))
+        })
+        .await;
+        let ids: Vec<_> = handlers.iter().map(|h| h.0.lock()[&k]).collect();
+        assert!(ids.iter().all(Option::is_some), "called on tasks: {ids:?}");
+        assert_ne!(ids[2], ids[3], "ordinary handlers run on their own tasks");
+        for nonblocking in &ids[..2] {
+            assert!(
+                *nonblocking != ids[2] && *nonblocking != ids[3],
+                "never on an ordinary handler's task"
+            );
+        }
+        if ids[0] == ids[1] {
+            shared_task += 1;
+        }
+    }
+    assert!(
+        shared_task >= 10,
+        "the non-blocking handlers were called on one task for {shared_task} of 20 events"
+    );
+    run.stop().await;
+}
+
+/// A non-blocking handler that turns out slow is moved to its own task: when it then blocks,
+/// the watch, the cache and the other handlers go on, and it gets everything in order once it
+/// is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_nonblocking_handler_that_turns_slow_holds_up_nobody_once_moved_to_its_task() {
+    let lw = FakeListerWatcher::new();
+    let mode = Mode {
+        queue: QueueKind::RealFifo,
+        compact: false,
+        nonblocking: true,
+    };
+    let inf = informer(&lw, mode, Duration::ZERO);
+    let gate = Arc::new((std::sync::Mutex::new(true), std::sync::Condvar::new()));
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let slow = {
+        let (gate, seen) = (Arc::clone(&gate), Arc::clone(&seen));
+        kinformer::cache::ResourceEventHandlerFuncs::new().on_add(move |obj: &Arc<ConfigMap>, _| {
+            let name = obj.metadata.name.clone().unwrap_or_default();
+            if name == "slow" {
+                // The behaviour under test: one call far over the budget.
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let (lock, cv) = &*gate;
+            let mut open = lock.lock().unwrap();
+            while !*open {
+                open = cv.wait(open).unwrap();
+            }
+            seen.lock().push(name);
+        })
+    };
+    let slow_reg = inf
+        .add_event_handler_with_options(slow, HandlerOptions::new().nonblocking(true))
+        .unwrap();
+    let fast = Arc::new(Recorder::default());
+    inf.add_event_handler_with_options(Arc::clone(&fast), HandlerOptions::new().nonblocking(true))
+        .unwrap();
+    let run = start(&inf);
+    let bound = Duration::from_secs(20);
+    tokio::time::timeout(bound, slow_reg.wait_synced())
+        .await
+        .unwrap();
+    lw.add(cm("slow")).unwrap();
+    eventually("the slow call returned", || seen.lock().len() == 1).await;
+    // Closed: the handler now blocks on every call.
+    *gate.0.lock().unwrap() = false;
+    for i in 0..50 {
+        lw.add(cm(&format!("after-{i:02}"))).unwrap();
+    }
+    eventually("the other handler and the cache got everything", || {
+        fast.count("add ns/after-") == 50 && inf.get_indexer().len() == 51
+    })
+    .await;
+    assert_eq!(seen.lock().len(), 1, "the slow handler is still blocked");
+    {
+        let (lock, cv) = &*gate;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+    }
+    eventually("the slow handler caught up", || seen.lock().len() == 51).await;
+    let expected: Vec<String> = std::iter::once("slow".to_owned())
+        .chain((0..50).map(|i| format!("after-{i:02}")))
+        .collect();
+    assert_eq!(*seen.lock(), expected, "in order");
+    run.stop().await;
 }

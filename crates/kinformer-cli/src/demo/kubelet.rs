@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::{
-    InformerError, ResourceEventHandler, SharedIndexInformer, meta_namespace_key, split_key,
+    HandlerOptions, InformerError, ResourceEventHandler, SharedIndexInformer, meta_namespace_key,
+    split_key,
 };
 use kinformer::workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 use kube::Api;
@@ -68,9 +69,12 @@ impl Kubelet {
         client: kube::Client,
     ) -> Result<Self, InformerError> {
         let queue = RateLimitingQueue::new(default_controller_rate_limiter());
-        pods.add_event_handler(Handler {
-            queue: queue.clone(),
-        })?;
+        pods.add_event_handler_with_options(
+            Handler {
+                queue: queue.clone(),
+            },
+            HandlerOptions::new().nonblocking(true),
+        )?;
         Ok(Self {
             pods,
             client,

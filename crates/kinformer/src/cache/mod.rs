@@ -31,7 +31,9 @@ mod test_util;
 pub mod testing;
 
 pub use controller::process_deltas;
-pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
+pub use handler::{
+    FilteringResourceEventHandler, HandlerOptions, ResourceEventHandler, ResourceEventHandlerFuncs,
+};
 pub use informer::{
     BackoffFactory, EventStream, InformerError, InformerMetrics, InformerOptions,
     InformerWatchErrorHandler, Lister, NamespaceLister, QueueKind, ReadOnlyIndexer,

@@ -28,8 +28,8 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::store::{IndexFunc, IndexFuncError};
 use kinformer::cache::{
-    DeletedObject, HasSynced, InformerError, ResourceEventHandler, SharedIndexInformer,
-    SharedInformerFactory, meta_namespace_key, split_key, wait_for_cache_sync,
+    DeletedObject, HandlerOptions, HasSynced, InformerError, ResourceEventHandler,
+    SharedIndexInformer, SharedInformerFactory, meta_namespace_key, split_key, wait_for_cache_sync,
 };
 use kinformer::workqueue::RateLimitingQueue;
 use kube::Api;
@@ -179,15 +179,23 @@ impl ReplicaSetController {
         add_owner_indexes(&pods)?;
         let expectations = Arc::new(ControllerExpectations::new(EXPECTATIONS_TTL));
         let stats = Arc::new(ControllerStats::default());
-        replicasets.add_event_handler(ReplicaSetHandler {
-            queue: queue.clone(),
-            stats: stats.clone(),
-        })?;
-        pods.add_event_handler(PodHandler {
-            queue: queue.clone(),
-            expectations: expectations.clone(),
-            stats: stats.clone(),
-        })?;
+        // Both handlers only enqueue keys and note expectations: they never block, so live
+        // events reach them on the informers' watch tasks.
+        replicasets.add_event_handler_with_options(
+            ReplicaSetHandler {
+                queue: queue.clone(),
+                stats: stats.clone(),
+            },
+            HandlerOptions::new().nonblocking(true),
+        )?;
+        pods.add_event_handler_with_options(
+            PodHandler {
+                queue: queue.clone(),
+                expectations: expectations.clone(),
+                stats: stats.clone(),
+            },
+            HandlerOptions::new().nonblocking(true),
+        )?;
         Ok(Self {
             inner: Arc::new(Inner {
                 client,

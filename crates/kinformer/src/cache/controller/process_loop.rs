@@ -1,55 +1,64 @@
-//! The informer's engine: the sink wrapper that notices the initial sync, and the process loop
-//! that pops deltas, applies them to the indexer and hands notifications to the processor.
+//! The informer's engine: the sink wrapper that notices the initial sync and, once live
+//! processing is handed over, processes each write on the writer's task; and the process loop
+//! that pops deltas until the sync, then works through the backlogs writes leave (see
+//! [`DeltaConsumer`]).
 
 use std::sync::Arc;
 
 use kube_core::Resource;
-use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::controller::apply_deltas;
+use crate::cache::controller::consumer::{DeltaConsumer, Popped1};
 use crate::cache::fifo::{DeltaQueue, Popped, ReflectorSink};
 use crate::cache::give_way::give_way;
 use crate::cache::meta::CacheError;
-use crate::cache::processor::SharedProcessor;
-use crate::cache::store::Indexer;
 use crate::cache::sync::SyncedFlag;
 
 /// Forwards the reflector's writes to the queue and sets `synced` as soon as the queue has
 /// synced without a pop (an empty first list on a DeltaFIFO queues nothing).
+/// After the sync, each write is also processed on the writer's task (`consumer`).
 pub(crate) struct SyncingSink<K> {
     pub(crate) queue: Arc<dyn DeltaQueue<K>>,
     pub(crate) synced: Arc<SyncedFlag>,
+    pub(crate) consumer: Option<Arc<DeltaConsumer<K>>>,
 }
 
-impl<K: 'static> SyncingSink<K> {
+impl<K: Resource + Send + Sync + 'static> SyncingSink<K> {
     fn check(&self) {
         if !self.synced.is_set() && self.queue.has_synced() {
             self.synced.set();
         }
     }
+
+    /// Processes the write `r` made, if live processing was handed over.
+    fn written(&self, r: Result<(), CacheError>) -> Result<(), CacheError> {
+        if let Some(consumer) = &self.consumer {
+            consumer.after_write();
+        }
+        r
+    }
 }
 
-impl<K: Send + Sync + 'static> ReflectorSink<K> for SyncingSink<K> {
+impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for SyncingSink<K> {
     fn add(&self, obj: Arc<K>) -> Result<(), CacheError> {
-        self.queue.add(obj)
+        self.written(self.queue.add(obj))
     }
     fn update(&self, obj: Arc<K>) -> Result<(), CacheError> {
-        self.queue.update(obj)
+        self.written(self.queue.update(obj))
     }
     fn delete(&self, obj: Arc<K>) -> Result<(), CacheError> {
-        self.queue.delete(obj)
+        self.written(self.queue.delete(obj))
     }
     fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), CacheError> {
         let r = self.queue.replace(objs, resource_version);
         self.check();
-        r
+        self.written(r)
     }
     fn begin_paged_replace(&self) -> bool {
         self.queue.begin_paged_replace()
     }
     fn replace_page(&self, objs: Vec<Arc<K>>) -> Result<(), CacheError> {
-        self.queue.replace_page(objs)
+        self.written(self.queue.replace_page(objs))
     }
     fn room_for_page(
         &self,
@@ -61,10 +70,10 @@ impl<K: Send + Sync + 'static> ReflectorSink<K> for SyncingSink<K> {
     fn finish_paged_replace(&self, resource_version: &str) -> Result<(), CacheError> {
         let r = self.queue.finish_paged_replace(resource_version);
         self.check();
-        r
+        self.written(r)
     }
     fn resync(&self) -> Result<(), CacheError> {
-        self.queue.resync()
+        self.written(self.queue.resync())
     }
     fn bookmark(&self, resource_version: &str) -> Result<(), CacheError> {
         self.queue.bookmark(resource_version)
@@ -73,46 +82,29 @@ impl<K: Send + Sync + 'static> ReflectorSink<K> for SyncingSink<K> {
 
 /// What the process loop works on.
 pub(crate) struct ProcessLoop<K> {
-    pub(crate) queue: Arc<dyn DeltaQueue<K>>,
-    pub(crate) indexer: Arc<Indexer<K>>,
-    pub(crate) processor: Arc<SharedProcessor<K>>,
-    /// Held while one popped item is applied and distributed; a handler added after the start
-    /// takes it to register and replay the store atomically with respect to deltas.
-    pub(crate) block_deltas: Arc<Mutex<()>>,
+    pub(crate) consumer: Arc<DeltaConsumer<K>>,
     pub(crate) synced: Arc<SyncedFlag>,
 }
 
 impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
-    /// Pops until `cancel` fires or the queue is closed and empty. Items still queued at
-    /// cancellation are dropped (the informer is stopping).
+    /// Pops until the informer has synced, then hands live processing over to the writers'
+    /// tasks and works through the backlogs they leave, until `cancel` fires or the queue is
+    /// closed and empty. Items still queued at cancellation are dropped (the informer is
+    /// stopping).
     pub(crate) async fn run(self, cancel: CancellationToken) {
-        let Self {
-            queue,
-            indexer,
-            processor,
-            block_deltas,
-            synced,
-        } = self;
+        let Self { consumer, synced } = self;
+        let queue = Arc::clone(&consumer.queue);
         let mut process = |popped: Popped<K>| {
-            let _blocked = block_deltas.lock();
-            // The batch's notifications reach each listener together: one wake-up per batch.
-            let mut notifications = Vec::with_capacity(popped.deltas.len());
-            let res = apply_deltas(
-                &indexer,
-                popped.deltas,
-                popped.is_in_initial_list,
-                &mut |n, sync| notifications.push((n, sync)),
-            );
-            processor.distribute_marked(notifications);
-            if let Err(e) = res {
-                tracing::warn!(error = %e, "informer: a delta could not be applied; skipped");
-            }
+            let helped = consumer.process(popped, false);
+            debug_assert!(helped.is_empty(), "nothing was offered");
         };
-        loop {
+        while !synced.is_set() {
             let popped = tokio::select! {
                 biased;
-                () = cancel.cancelled() => break,
+                () = cancel.cancelled() => return,
                 r = queue.pop(&mut process) => r,
+                // An empty first list syncs without a pop.
+                () = synced.wait() => continue,
             };
             match popped {
                 Ok(()) => {
@@ -133,11 +125,27 @@ impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
                         give_way().await;
                     }
                 }
-                Err(CacheError::Closed) => break,
+                Err(CacheError::Closed) => return,
                 Err(e) => {
                     tracing::error!(error = %e, "informer: pop failed; the process loop stops");
-                    break;
+                    return;
                 }
+            }
+        }
+        consumer.hand_over();
+        loop {
+            // What was queued before the hand-over, or what a write left: a batch per turn.
+            loop {
+                match consumer.pop_now(false) {
+                    Popped1::Processed => give_way().await,
+                    Popped1::Empty => break,
+                    Popped1::Closed => return,
+                }
+            }
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return,
+                () = consumer.backlog() => {}
             }
         }
     }
@@ -147,12 +155,14 @@ impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
 mod tests {
     use futures::FutureExt;
     use k8s_openapi::api::core::v1::Pod;
+    use parking_lot::Mutex;
 
     use super::*;
     use crate::cache::fifo::RealFifo;
     use crate::cache::handler::ResourceEventHandlerFuncs;
     use crate::cache::processor::ResyncPeriods;
-    use crate::cache::store::Indexers;
+    use crate::cache::processor::SharedProcessor;
+    use crate::cache::store::{Indexer, Indexers};
     use crate::cache::test_util::pod_rv;
 
     /// Runs a process loop over `queue` on a task of its own; cancel the token to stop it.
@@ -165,10 +175,12 @@ mod tests {
         let cancel = CancellationToken::new();
         let run = tokio::spawn(
             ProcessLoop {
-                queue: Arc::clone(queue),
-                indexer,
-                processor: Arc::clone(processor),
-                block_deltas: Arc::new(Mutex::new(())),
+                consumer: Arc::new(DeltaConsumer::new(
+                    Arc::clone(queue),
+                    indexer,
+                    Arc::clone(processor),
+                    Arc::new(Mutex::new(())),
+                )),
                 synced,
             }
             .run(cancel.clone()),
@@ -297,6 +309,7 @@ mod tests {
         let sink = SyncingSink {
             queue: Arc::clone(&queue),
             synced: Arc::clone(&synced),
+            consumer: None,
         };
         assert!(sink.begin_paged_replace());
         for page in 0..3 {
@@ -325,6 +338,7 @@ mod tests {
         let sink = SyncingSink {
             queue: Arc::clone(&queue),
             synced: Arc::new(SyncedFlag::new()),
+            consumer: None,
         };
         assert!(sink.begin_paged_replace());
         sink.replace_page(vec![pod_rv("ns", "a", "1"), pod_rv("ns", "b", "1")])

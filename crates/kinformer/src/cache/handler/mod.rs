@@ -3,10 +3,13 @@
 //! - [`ResourceEventHandler`]: the trait (client-go's `ResourceEventHandler`).
 //! - [`ResourceEventHandlerFuncs`]: a handler built from closures.
 //! - [`FilteringResourceEventHandler`]: a handler that only sees objects passing a filter.
+//! - [`HandlerOptions`]: how a handler is registered (resync period, non-blocking).
 //!
 //! Handlers are synchronous and must return quickly: they typically compute a key and add it
 //! to a work queue. Each handler runs on its own listener task, so a slow handler only delays
-//! itself, but while it runs it occupies a runtime worker thread.
+//! itself, but while it runs it occupies a runtime worker thread. A handler registered as
+//! [`nonblocking`](HandlerOptions::nonblocking) may instead be called on the informer's watch
+//! task, which saves a task wake-up per live event.
 
 use std::sync::Arc;
 
@@ -14,9 +17,11 @@ use crate::cache::meta::DeletedObject;
 
 mod filtering;
 mod funcs;
+mod options;
 
 pub use filtering::FilteringResourceEventHandler;
 pub use funcs::ResourceEventHandlerFuncs;
+pub use options::HandlerOptions;
 
 /// Receives the notifications of an informer, in order, one at a time.
 ///

@@ -11,9 +11,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::cache::controller::{ProcessLoop, SyncingSink};
+use crate::cache::controller::{DeltaConsumer, ProcessLoop, SyncingSink};
 use crate::cache::fifo::{DeltaFifo, DeltaQueue, INFORMER_MAX_LIVE_BATCH, KnownObjects, RealFifo};
-use crate::cache::handler::ResourceEventHandler;
+use crate::cache::handler::{HandlerOptions, ResourceEventHandler};
 use crate::cache::informer::InformerMetrics;
 use crate::cache::informer::Lister;
 use crate::cache::informer::boxed_lw::BoxedListerWatcher;
@@ -86,6 +86,11 @@ struct Inner<K> {
 /// - **Handlers must be quick**: they run on their listener's task; a slow handler only
 ///   grows its own buffer ([`ResourceEventHandlerRegistration::pending`] shows by how much),
 ///   never delays the cache or the other handlers.
+/// - **Non-blocking handlers** ([`HandlerOptions::nonblocking`], opt-in): once synced, each
+///   live event is applied to the cache on the watch's task, and handlers registered as
+///   non-blocking are called there too when nothing is buffered for them — no task is woken
+///   for the event, so a burst reaches them as it is read. A call over half a millisecond
+///   moves such a handler back to its own task for a while; one that may block must not opt in.
 /// - **Deletes** carry [`DeletedObject::Live`](crate::cache::DeletedObject) with the final
 ///   state the server sent, or [`DeletedObject::Tombstone`](crate::cache::DeletedObject)
 ///   (`DeletedFinalStateUnknown`: key and last known state) when the delete was missed and
@@ -291,6 +296,54 @@ where
         self.add_handler(Arc::new(handler), resync_period)
     }
 
+    /// Adds a handler with [`HandlerOptions`]: its resync period (as
+    /// [`add_event_handler_with_resync`](Self::add_event_handler_with_resync)) and whether it
+    /// is [`nonblocking`](HandlerOptions::nonblocking), to be called on the watch task.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kinformer::cache::{HandlerOptions, InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer};
+    /// use kinformer::kube::KubeListerWatcher;
+    /// use kinformer::workqueue::Queue;
+    /// use kinformer_apiserver::ApiServer;
+    /// use kube::Api;
+    ///
+    /// let server = ApiServer::start().await.unwrap();
+    /// let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), "ns");
+    /// let informer = SharedIndexInformer::new(KubeListerWatcher::new(api), InformerOptions::new("configmaps"));
+    /// let queue = Arc::new(Queue::<String>::new());
+    /// let q = Arc::clone(&queue);
+    /// // Enqueueing a key never blocks: the handler may run on the watch task.
+    /// informer
+    ///     .add_event_handler_with_options(
+    ///         ResourceEventHandlerFuncs::new().on_add(move |o: &Arc<ConfigMap>, _| {
+    ///             q.add(o.metadata.name.clone().unwrap_or_default());
+    ///         }),
+    ///         HandlerOptions::new().nonblocking(true),
+    ///     )
+    ///     .unwrap();
+    /// # });
+    /// ```
+    ///
+    /// # Errors
+    /// [`InformerError::Stopped`] once the informer has stopped.
+    pub fn add_event_handler_with_options(
+        &self,
+        handler: impl ResourceEventHandler<K> + 'static,
+        options: HandlerOptions,
+    ) -> Result<ResourceEventHandlerRegistration, InformerError> {
+        let handler: Arc<dyn ResourceEventHandler<K>> = Arc::new(handler);
+        let consumer = if options.nonblocking {
+            Consumer::Nonblocking(handler)
+        } else {
+            Consumer::Handler(handler)
+        };
+        let resync = options.resync.unwrap_or(self.inner.options.resync_period);
+        self.add_consumer(consumer, resync)
+    }
+
     fn add_handler(
         &self,
         handler: Arc<dyn ResourceEventHandler<K>>,
@@ -492,9 +545,16 @@ where
 
         inner.processor.start()?;
         let queue = self.build_queue();
+        let consumer = Arc::new(DeltaConsumer::new(
+            Arc::clone(&queue),
+            Arc::clone(&inner.indexer),
+            Arc::clone(&inner.processor),
+            Arc::clone(&inner.block_deltas),
+        ));
         let sink = Arc::new(SyncingSink {
             queue: Arc::clone(&queue),
             synced: Arc::clone(&inner.synced),
+            consumer: Some(Arc::clone(&consumer)),
         });
         let options = ReflectorOptions {
             name: inner.name.clone(),
@@ -527,10 +587,7 @@ where
 
         let tasks = TaskTracker::new();
         let process = ProcessLoop {
-            queue: Arc::clone(&queue),
-            indexer: Arc::clone(&inner.indexer),
-            processor: Arc::clone(&inner.processor),
-            block_deltas: Arc::clone(&inner.block_deltas),
+            consumer,
             synced: Arc::clone(&inner.synced),
         };
         tasks.spawn(process.run(stop.clone()));

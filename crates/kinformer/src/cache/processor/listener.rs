@@ -12,6 +12,13 @@
 //! - The task delivers in turns: each turn delivers what was buffered when it began (for at
 //!   most about 2 ms), then yields its worker thread. So a listener keeps pace with a
 //!   producer that buffers a whole batch per turn, and a long backlog does not hog a thread.
+//! - A handler registered as non-blocking ([`Consumer::Nonblocking`]) may instead be called by
+//!   the task that distributes (the informer's watch task, once synced) when nothing is
+//!   buffered for it and its task is not delivering: no other task is woken for the event.
+//!   Order is kept (whoever calls the handler holds the listener's delivery lock and takes
+//!   from the buffer's front). A call that takes longer than [`INLINE_BUDGET`], wherever it
+//!   ran, moves the listener back to its own task until [`PROMOTE_AFTER`] calls in a row there
+//!   have been quick again.
 //! - A panicking handler is caught and logged; the listener goes on with the next
 //!   notification. (An initial add counts as delivered even if the handler panicked on it.)
 //! - Once delivered, an update's old object and a deleted object go to the indexer's dropping
@@ -24,7 +31,7 @@
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -41,6 +48,10 @@ use crate::cache::sync::{HasSynced, SingleFileTracker, SyncedFlag};
 pub(crate) enum Consumer<K> {
     /// A handler, called on the listener's task.
     Handler(Arc<dyn ResourceEventHandler<K>>),
+    /// A handler that returns quickly and never blocks (it enqueues a key, counts, sends on
+    /// an unbounded channel): called on the listener's task, or directly by the task that
+    /// distributes when nothing is buffered for it (see the module).
+    Nonblocking(Arc<dyn ResourceEventHandler<K>>),
     /// A bounded channel (an informer's event stream), sent into from the listener's task.
     Channel(mpsc::Sender<Notification<K>>),
 }
@@ -54,6 +65,14 @@ fn is_initial<K>(notification: &Notification<K>) -> bool {
         }
     )
 }
+
+/// Longest call of a non-blocking handler made on the distributing task before the listener
+/// goes back to delivering on its own task.
+pub(crate) const INLINE_BUDGET: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// Quick calls in a row on its own task after which a listener whose handler overran
+/// [`INLINE_BUDGET`] may be called on the distributing task again.
+pub(crate) const PROMOTE_AFTER: u32 = 1024;
 
 /// Slots a listener's buffer starts with (client-go's `initialBufferSize`).
 pub const INITIAL_BUFFER_SIZE: usize = 1024;
@@ -155,6 +174,14 @@ pub struct ProcessorListener<K> {
     /// Whether the current resync round includes this listener (see
     /// `SharedProcessor::should_resync`).
     syncing: AtomicBool,
+    /// Held by whoever takes a notification from the buffer and hands it to a handler (the
+    /// task, or a distributing task delivering in its place), until the handler returns.
+    deliver: Mutex<()>,
+    /// A non-blocking handler's call overran [`INLINE_BUDGET`]: deliveries go through the
+    /// task until `quick_streak` reaches [`PROMOTE_AFTER`].
+    demoted: AtomicBool,
+    /// Quick calls in a row on the task while demoted (only the task touches it).
+    quick_streak: AtomicU32,
 }
 
 impl<K> std::fmt::Debug for ProcessorListener<K> {
@@ -202,6 +229,9 @@ impl<K> ProcessorListener<K> {
                 next_resync: Instant::now() + periods.effective,
             }),
             syncing: AtomicBool::new(false),
+            deliver: Mutex::new(()),
+            demoted: AtomicBool::new(false),
+            quick_streak: AtomicU32::new(0),
         }
     }
 
@@ -219,24 +249,115 @@ impl<K> ProcessorListener<K> {
     /// Buffers `notifications` in order, as [`add`](Self::add) would one by one, under one
     /// lock and with one wake-up of the handler's task.
     pub fn add_all(&self, notifications: impl IntoIterator<Item = Notification<K>>) {
-        {
+        self.add_all_for(notifications, false);
+    }
+
+    /// As [`add_all`](Self::add_all), for a distributing task that offers to deliver in the
+    /// listener's place (`offer`): true if it must call [`help`](Self::help) after releasing
+    /// its locks, in which case the task was not woken. With `offer` false, or when the
+    /// listener cannot take the offer (a blocking handler, a backlog, demoted, not started),
+    /// the task is woken and false returned.
+    pub(crate) fn add_all_for(
+        &self,
+        notifications: impl IntoIterator<Item = Notification<K>>,
+        offer: bool,
+    ) -> bool {
+        let take_offer = {
             let mut buf = self.buffer.lock();
             if buf.closed {
-                return;
+                return false;
             }
+            let was_empty = buf.queue.is_empty();
             let mut added = false;
             for notification in notifications {
                 added = true;
                 self.push(&mut buf, notification);
             }
             if !added {
-                return;
+                return false;
             }
             self.shared
                 .pending
                 .store(buf.queue.len(), Ordering::Relaxed);
+            offer
+                && was_empty
+                && buf.task_spawned
+                && matches!(self.consumer, Consumer::Nonblocking(_))
+                && !self.demoted.load(Ordering::Relaxed)
+        };
+        if !take_offer {
+            self.wake.notify_one();
         }
-        self.wake.notify_one();
+        take_offer
+    }
+
+    /// Delivers what is buffered on the calling task, in the listener task's place, after
+    /// [`add_all_for`](Self::add_all_for) returned true: for at most about
+    /// [`DELIVERY_SLICE`], and only while each call stays within [`INLINE_BUDGET`]; what is
+    /// left, and everything if the task is delivering, goes to the task.
+    pub(crate) fn help(&self)
+    where
+        K: Send + Sync + 'static,
+    {
+        let Consumer::Nonblocking(handler) = &self.consumer else {
+            self.wake.notify_one();
+            return;
+        };
+        {
+            let Some(_delivering) = self.deliver.try_lock() else {
+                // The task holds it, and looks at the buffer again before it waits; the
+                // wake-up covers the moment between.
+                self.wake.notify_one();
+                return;
+            };
+            let slice = std::time::Instant::now();
+            loop {
+                let Some(next) = self.take_next() else {
+                    return;
+                };
+                let call = std::time::Instant::now();
+                self.dispatch(handler.as_ref(), next);
+                let now = std::time::Instant::now();
+                if now.duration_since(call) > INLINE_BUDGET {
+                    self.demote();
+                    break;
+                }
+                if now.duration_since(slice) > DELIVERY_SLICE {
+                    break;
+                }
+            }
+        }
+        if self.shared.pending() > 0 {
+            self.wake.notify_one();
+        }
+    }
+
+    /// A non-blocking handler's call overran [`INLINE_BUDGET`]: deliver on the task until it
+    /// has been quick [`PROMOTE_AFTER`] times in a row.
+    fn demote(&self) {
+        self.quick_streak.store(0, Ordering::Relaxed);
+        if !self.demoted.swap(true, Ordering::Relaxed) {
+            tracing::debug!(
+                listener = self.shared.id,
+                "a non-blocking handler's call overran its budget; it is called on its own task for now"
+            );
+        }
+    }
+
+    /// True while a non-blocking handler is kept on its own task (see [`demote`](Self::demote)).
+    #[cfg(test)]
+    pub(crate) fn is_demoted(&self) -> bool {
+        self.demoted.load(Ordering::Relaxed)
+    }
+
+    /// Takes the next notification from the buffer; `None` when it is empty or closed.
+    fn take_next(&self) -> Option<Notification<K>> {
+        let mut buf = self.buffer.lock();
+        let next = buf.queue.pop_front();
+        self.shared
+            .pending
+            .store(buf.queue.len(), Ordering::Relaxed);
+        next
     }
 
     /// Appends one notification to the open buffer.
@@ -310,26 +431,35 @@ impl<K> ProcessorListener<K> {
         let _stopped = MarkStopped(&self.shared.stopped);
         let mut turn = Turn::default();
         loop {
-            let next = {
-                let mut buf = self.buffer.lock();
-                if buf.closed {
-                    return;
+            let step = match &self.consumer {
+                Consumer::Handler(handler) => self.deliver_one(handler.as_ref(), &mut turn, false),
+                Consumer::Nonblocking(handler) => {
+                    self.deliver_one(handler.as_ref(), &mut turn, true)
                 }
-                turn.begin(buf.queue.len());
-                let next = buf.queue.pop_front();
-                self.shared
-                    .pending
-                    .store(buf.queue.len(), Ordering::Relaxed);
-                next
+                Consumer::Channel(_) => {
+                    let mut buf = self.buffer.lock();
+                    if buf.closed {
+                        return;
+                    }
+                    let next = buf.queue.pop_front();
+                    self.shared
+                        .pending
+                        .store(buf.queue.len(), Ordering::Relaxed);
+                    match next {
+                        Some(n) => Step::Send(n),
+                        None => Step::Wait,
+                    }
+                }
             };
-            match (next, &self.consumer) {
-                (Some(notification), Consumer::Handler(handler)) => {
-                    self.dispatch(handler.as_ref(), notification);
+            match (step, &self.consumer) {
+                (Step::Closed, _) => return,
+                (Step::Delivered, _) => {
                     if turn.delivered() {
                         give_way().await;
                     }
                 }
-                (Some(notification), Consumer::Channel(tx)) => {
+                (Step::Wait, _) => self.wake.notified().await,
+                (Step::Send(notification), Consumer::Channel(tx)) => {
                     let initial = is_initial(&notification);
                     if tx.send(notification).await.is_err() {
                         // The stream is gone: nothing will read again.
@@ -341,9 +471,57 @@ impl<K> ProcessorListener<K> {
                         self.shared.tracker.finish();
                     }
                 }
-                (None, _) => self.wake.notified().await,
+                (Step::Send(_), _) => unreachable!("only a channel consumer sends"),
             }
         }
+    }
+
+    /// The task's delivery of the buffer's next notification to `handler`, under the delivery
+    /// lock (a distributing task may hold it, delivering in the task's place: then wait for
+    /// the wake-up it sends if it leaves anything). For a non-blocking handler (`timed`) that
+    /// was demoted, counts the quick calls towards its promotion.
+    fn deliver_one(
+        &self,
+        handler: &dyn ResourceEventHandler<K>,
+        turn: &mut Turn,
+        timed: bool,
+    ) -> Step<K>
+    where
+        K: Send + Sync + 'static,
+    {
+        let Some(_delivering) = self.deliver.try_lock() else {
+            return Step::Wait;
+        };
+        let next = {
+            let mut buf = self.buffer.lock();
+            if buf.closed {
+                return Step::Closed;
+            }
+            turn.begin(buf.queue.len());
+            let next = buf.queue.pop_front();
+            self.shared
+                .pending
+                .store(buf.queue.len(), Ordering::Relaxed);
+            next
+        };
+        let Some(notification) = next else {
+            return Step::Wait;
+        };
+        if timed {
+            let call = std::time::Instant::now();
+            self.dispatch(handler, notification);
+            if call.elapsed() > INLINE_BUDGET {
+                self.demote();
+            } else if self.demoted.load(Ordering::Relaxed)
+                && self.quick_streak.fetch_add(1, Ordering::Relaxed) + 1 >= PROMOTE_AFTER
+            {
+                self.quick_streak.store(0, Ordering::Relaxed);
+                self.demoted.store(false, Ordering::Relaxed);
+            }
+        } else {
+            self.dispatch(handler, notification);
+        }
+        Step::Delivered
     }
 
     fn dispatch(&self, handler: &dyn ResourceEventHandler<K>, notification: Notification<K>)
@@ -407,6 +585,18 @@ impl<K> ProcessorListener<K> {
     pub(crate) fn is_syncing(&self) -> bool {
         self.syncing.load(Ordering::Acquire)
     }
+}
+
+/// What the task does next.
+enum Step<K> {
+    /// The listener is closed: the task ends.
+    Closed,
+    /// A notification went to the handler.
+    Delivered,
+    /// Nothing to deliver now (or a distributing task is delivering): wait for a wake-up.
+    Wait,
+    /// Send this notification into the channel.
+    Send(Notification<K>),
 }
 
 /// Longest a listener delivers to its handler before it gives way to other tasks, when

@@ -4,6 +4,9 @@
 //! Properties:
 //! - *Isolation*: the process loop appends to buffers and never waits for a handler; a slow
 //!   handler grows only its own buffer (visible through `pending` and `buffer_capacity`).
+//!   The exception is opt-in: a handler registered as non-blocking may be called by the
+//!   distributing task itself when nothing is buffered for it (no task wake-up per event); a
+//!   call over budget sends it back to its own task.
 //! - *Order*: each handler sees notifications in the order they were distributed.
 //! - *Resync*: sync notifications go only to listeners whose own period is due; periods follow
 //!   client-go's rules ([`plan_handler_resync`]).
@@ -19,9 +22,9 @@ mod resync;
 mod shared_processor;
 
 pub use error::ProcessorError;
-#[cfg(test)]
-use listener::INITIAL_BUFFER_SIZE;
 pub(crate) use listener::{Consumer, ProcessorListener};
+#[cfg(test)]
+use listener::{INITIAL_BUFFER_SIZE, INLINE_BUDGET, PROMOTE_AFTER};
 pub use notification::Notification;
 pub use registration::ResourceEventHandlerRegistration;
 pub(crate) use resync::{ResyncPeriods, determine_resync_period, plan_handler_resync};

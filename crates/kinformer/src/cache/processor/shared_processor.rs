@@ -214,7 +214,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     where
         K: Resource,
     {
-        self.distribute_marked(
+        let helped = self.distribute_marked(
             notifications
                 .into_iter()
                 .map(|n| {
@@ -222,37 +222,51 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
                     (n, sync)
                 })
                 .collect(),
+            false,
         );
+        debug_assert!(helped.is_empty(), "nothing was offered");
     }
 
     /// As [`distribute_all`](Self::distribute_all), with each notification's sync mark
     /// decided by the caller (the process loop has it from the indexer, which in compact
     /// storage decides it without reading the old object's metadata).
-    pub(crate) fn distribute_marked(&self, batch: Vec<(Notification<K>, bool)>) {
+    ///
+    /// With `offer`, the caller offers to deliver to non-blocking handlers itself: the
+    /// listeners that take the offer are returned (their tasks were not woken), and the caller
+    /// must call [`ProcessorListener::help`] on each once it holds no lock.
+    pub(crate) fn distribute_marked(
+        &self,
+        batch: Vec<(Notification<K>, bool)>,
+        offer: bool,
+    ) -> Vec<Arc<ProcessorListener<K>>> {
+        let mut helped = Vec::new();
         if batch.is_empty() {
-            return;
+            return helped;
         }
         let st = self.state.read();
         let Some((last, rest)) = st.listeners.split_last() else {
-            return;
+            return helped;
         };
         for listener in rest {
             let syncing = listener.is_syncing();
-            listener.add_all(
-                batch
-                    .iter()
-                    .filter(|(_, sync)| syncing || !sync)
-                    .map(|(n, _)| n.clone()),
-            );
+            let notifications = batch
+                .iter()
+                .filter(|(_, sync)| syncing || !sync)
+                .map(|(n, _)| n.clone());
+            if listener.add_all_for(notifications, offer) {
+                helped.push(Arc::clone(listener));
+            }
         }
         // The last one takes the originals: one clone fewer per notification.
         let syncing = last.is_syncing();
-        last.add_all(
-            batch
-                .into_iter()
-                .filter(|(_, sync)| syncing || !sync)
-                .map(|(n, _)| n),
-        );
+        let notifications = batch
+            .into_iter()
+            .filter(|(_, sync)| syncing || !sync)
+            .map(|(n, _)| n);
+        if last.add_all_for(notifications, offer) {
+            helped.push(Arc::clone(last));
+        }
+        helped
     }
 
     /// Marks which listeners are due for a resync at `now` (client-go's `shouldResync`): due

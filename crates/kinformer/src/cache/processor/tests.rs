@@ -600,3 +600,111 @@ async fn dropping_the_processor_stops_its_listener_tasks() {
     assert!(reg.is_removed());
     assert_eq!(rx.recv().await, None, "the handler went away with its task");
 }
+
+// ---------------------------------------------------------------- non-blocking handlers
+
+/// A non-blocking listener whose task is parked (current-thread runtime: it runs only when
+/// the test yields), with a recorder for its handler.
+async fn parked_nonblocking_listener(
+    handler: Arc<dyn ResourceEventHandler<ConfigMap>>,
+) -> (
+    Arc<ProcessorListener<ConfigMap>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let listener = Arc::new(ProcessorListener::new(
+        Consumer::Nonblocking(handler),
+        ResyncPeriods::NEVER,
+        Arc::new(SyncedFlag::new_set()),
+    ));
+    let task = tokio::spawn(Arc::clone(&listener).run());
+    // Let the task start and park on its wake-up.
+    tokio::task::yield_now().await;
+    (listener, task)
+}
+
+/// Offered, a non-blocking listener with nothing buffered is delivered to on the offering
+/// task, before `help` returns; with a backlog, or registered as an ordinary handler, the
+/// offer is declined and the task delivers, in order.
+#[tokio::test(flavor = "current_thread")]
+async fn a_nonblocking_listener_takes_an_offer_only_with_nothing_buffered() {
+    let (handler, mut rx) = recorder();
+    let (listener, task) = parked_nonblocking_listener(handler).await;
+    assert!(listener.add_all_for([add("a", false)], true), "offer taken");
+    assert!(rx.try_recv().is_err(), "not delivered before help");
+    listener.help();
+    assert_eq!(
+        rx.try_recv().unwrap(),
+        "add a false",
+        "delivered by help, on this task"
+    );
+
+    // A backlog (added without an offer) is the task's: the next offer is declined.
+    listener.add(add("b", false));
+    assert!(!listener.add_all_for([add("c", false)], true), "declined");
+    tokio::task::yield_now().await;
+    assert_eq!(rx.recv().await.unwrap(), "add b false");
+    assert_eq!(rx.recv().await.unwrap(), "add c false", "in order");
+    listener.close();
+    task.await.unwrap();
+
+    // An ordinary handler never takes an offer.
+    let (handler, mut rx) = recorder();
+    let ordinary = Arc::new(ProcessorListener::new(
+        Consumer::Handler(handler),
+        ResyncPeriods::NEVER,
+        Arc::new(SyncedFlag::new_set()),
+    ));
+    let task = tokio::spawn(Arc::clone(&ordinary).run());
+    tokio::task::yield_now().await;
+    assert!(!ordinary.add_all_for([add("d", false)], true));
+    assert_eq!(rx.recv().await.unwrap(), "add d false", "from its task");
+    ordinary.close();
+    task.await.unwrap();
+}
+
+/// A call that overruns the budget moves the listener to its task: the next offer is
+/// declined; after `PROMOTE_AFTER` quick calls there, offers are taken again.
+#[tokio::test(flavor = "current_thread")]
+async fn a_slow_call_moves_a_nonblocking_listener_to_its_task_until_it_is_quick_again() {
+    let (tx, mut rx) = unbounded_channel::<String>();
+    let handler = ResourceEventHandlerFuncs::<ConfigMap>::new().on_add(move |obj, _| {
+        let name = name_of(obj);
+        if name == "slow" {
+            // The behaviour under test: a call longer than the budget.
+            std::thread::sleep(INLINE_BUDGET * 4);
+        }
+        let _ = tx.send(name);
+    });
+    let (listener, task) = parked_nonblocking_listener(Arc::new(handler)).await;
+    assert!(listener.add_all_for([add("slow", false)], true));
+    listener.help();
+    assert_eq!(rx.try_recv().unwrap(), "slow");
+    assert!(listener.is_demoted());
+    assert!(
+        !listener.add_all_for([add("next", false)], true),
+        "declined"
+    );
+    assert_eq!(rx.recv().await.unwrap(), "next", "from its task");
+
+    let quick = PROMOTE_AFTER as usize;
+    listener.add_all((0..quick).map(|i| add(&format!("q{i}"), false)));
+    for i in 0..quick {
+        assert_eq!(rx.recv().await.unwrap(), format!("q{i}"));
+    }
+    // The task counts the last call once its handler returned: let it finish the turn.
+    for _ in 0..100 {
+        if !listener.is_demoted() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(!listener.is_demoted(), "promoted after {quick} quick calls");
+    assert!(
+        listener.add_all_for([add("again", false)], true),
+        "offer taken again"
+    );
+    listener.help();
+    assert_eq!(rx.try_recv().unwrap(), "again");
+    listener.close();
+    task.await.unwrap();
+}
