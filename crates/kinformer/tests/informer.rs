@@ -777,7 +777,11 @@ async fn live_events_reach_nonblocking_handlers_on_the_watch_task_and_others_on_
     let handlers: Vec<Arc<TaskIds>> = (0..4).map(|_| Arc::default()).collect();
     let mut regs = Vec::new();
     for (i, h) in handlers.iter().enumerate() {
-        let options = HandlerOptions::new().nonblocking(i < 2);
+        // A budget no call overruns, even preempted on a loaded machine (the default's
+        // 0.5 ms could move a handler to its task for the rest of the test).
+        let options = HandlerOptions::new()
+            .nonblocking(i < 2)
+            .call_budget(Duration::from_secs(10));
         regs.push(
             inf.add_event_handler_with_options(Arc::clone(h), options)
                 .unwrap(),

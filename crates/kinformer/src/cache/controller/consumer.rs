@@ -35,7 +35,7 @@ const WRITER_SLICE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// What one pop found.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Popped1 {
+pub(crate) enum PopNow {
     /// An item was applied and distributed.
     Processed,
     /// Nothing was queued.
@@ -98,17 +98,17 @@ impl<K: Resource + Send + Sync + 'static> DeltaConsumer<K> {
 
     /// Pops and processes one queued item without waiting, under the consumer lock. `offer`
     /// as in [`process`](Self::process); helping happens before the lock is released.
-    pub(crate) fn pop_now(&self, offer: bool) -> Popped1 {
+    pub(crate) fn pop_now(&self, offer: bool) -> PopNow {
         let _consumer = self.live.lock();
         self.pop_locked(offer)
     }
 
-    fn pop_locked(&self, offer: bool) -> Popped1 {
+    fn pop_locked(&self, offer: bool) -> PopNow {
         if self.queue.is_empty() {
             return if self.queue.is_closed() {
-                Popped1::Closed
+                PopNow::Closed
             } else {
-                Popped1::Empty
+                PopNow::Empty
             };
         }
         let mut helped = Vec::new();
@@ -120,13 +120,13 @@ impl<K: Resource + Send + Sync + 'static> DeltaConsumer<K> {
             listener.help();
         }
         match res {
-            Some(Ok(())) => Popped1::Processed,
-            Some(Err(CacheError::Closed)) => Popped1::Closed,
+            Some(Ok(())) => PopNow::Processed,
+            Some(Err(CacheError::Closed)) => PopNow::Closed,
             Some(Err(e)) => {
                 tracing::error!(error = %e, "informer: pop failed");
-                Popped1::Closed
+                PopNow::Closed
             }
-            None => Popped1::Empty,
+            None => PopNow::Empty,
         }
     }
 
@@ -145,7 +145,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaConsumer<K> {
             return;
         }
         let started = std::time::Instant::now();
-        while self.pop_locked(true) == Popped1::Processed {
+        while self.pop_locked(true) == PopNow::Processed {
             if self.queue.is_empty() {
                 return;
             }
@@ -194,7 +194,8 @@ mod tests {
         });
         processor
             .add_consumer(
-                Consumer::Nonblocking(Arc::new(handler)),
+                // A budget no call overruns, even preempted on a loaded machine.
+                Consumer::Nonblocking(Arc::new(handler), std::time::Duration::from_secs(10)),
                 ResyncPeriods::NEVER,
                 std::iter::empty(),
             )
@@ -222,7 +223,7 @@ mod tests {
         sink.replace(vec![pod_rv("ns", "a", "1")], "1").unwrap();
         assert_eq!(queue.len(), 1, "before the hand-over a write only queues");
         assert!(indexer.get_by_key("ns/a").is_none());
-        assert_eq!(consumer.pop_now(false), Popped1::Processed);
+        assert_eq!(consumer.pop_now(false), PopNow::Processed);
         assert!(queue.has_synced());
         synced.set(); // as the process loop does, then hands over
         consumer.hand_over();
@@ -258,10 +259,10 @@ mod tests {
             processor,
             Arc::new(Mutex::new(())),
         );
-        assert_eq!(consumer.pop_now(true), Popped1::Empty);
+        assert_eq!(consumer.pop_now(true), PopNow::Empty);
         queue.add(pod_rv("ns", "a", "1")).unwrap();
         queue.close();
-        assert_eq!(consumer.pop_now(true), Popped1::Processed);
-        assert_eq!(consumer.pop_now(true), Popped1::Closed);
+        assert_eq!(consumer.pop_now(true), PopNow::Processed);
+        assert_eq!(consumer.pop_now(true), PopNow::Closed);
     }
 }

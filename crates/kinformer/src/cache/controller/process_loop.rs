@@ -8,7 +8,7 @@ use std::sync::Arc;
 use kube_core::Resource;
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::controller::consumer::{DeltaConsumer, Popped1};
+use crate::cache::controller::consumer::{DeltaConsumer, PopNow};
 use crate::cache::fifo::{DeltaQueue, Popped, ReflectorSink};
 use crate::cache::give_way::give_way;
 use crate::cache::meta::CacheError;
@@ -137,9 +137,9 @@ impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
             // What was queued before the hand-over, or what a write left: a batch per turn.
             loop {
                 match consumer.pop_now(false) {
-                    Popped1::Processed => give_way().await,
-                    Popped1::Empty => break,
-                    Popped1::Closed => return,
+                    PopNow::Processed => give_way().await,
+                    PopNow::Empty => break,
+                    PopNow::Closed => return,
                 }
             }
             tokio::select! {

@@ -27,12 +27,16 @@ pub struct HandlerOptions {
     /// delivered on the informer's watch task when nothing is buffered for the handler,
     /// instead of waking the handler's own task: over HTTP, a burst of updates reaches such a
     /// handler sooner (the watch is read as the events arrive). Order, `has_synced` and panic
-    /// handling are unchanged; a call that takes longer than half a millisecond moves the
-    /// handler back to its own task until it has been quick there for a while.
+    /// handling are unchanged; a call that takes longer than its
+    /// [`call_budget`](Self::call_budget) moves the handler back to its own task until it has
+    /// been quick there for a while (1,024 calls in a row).
     ///
     /// A handler that may block (waits on a lock another handler holds, on a bounded channel,
     /// on I/O) must not set it: while it blocks, the watch and the cache wait too.
     pub nonblocking: bool,
+    /// The longest call of a `nonblocking` handler before it is moved back to its own task;
+    /// `None`: half a millisecond.
+    pub call_budget: Option<Duration>,
 }
 
 impl HandlerOptions {
@@ -52,6 +56,13 @@ impl HandlerOptions {
     #[must_use]
     pub fn nonblocking(mut self, nonblocking: bool) -> Self {
         self.nonblocking = nonblocking;
+        self
+    }
+
+    /// Sets [`call_budget`](Self::call_budget).
+    #[must_use]
+    pub fn call_budget(mut self, budget: Duration) -> Self {
+        self.call_budget = Some(budget);
         self
     }
 }

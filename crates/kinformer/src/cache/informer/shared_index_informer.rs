@@ -20,7 +20,7 @@ use crate::cache::informer::boxed_lw::BoxedListerWatcher;
 use crate::cache::informer::{InformerError, InformerOptions, QueueKind, ReadOnlyIndexer};
 use crate::cache::listwatch::ListerWatcher;
 use crate::cache::processor::{
-    Consumer, ResourceEventHandlerRegistration, SharedProcessor, plan_handler_resync,
+    Consumer, INLINE_BUDGET, ResourceEventHandlerRegistration, SharedProcessor, plan_handler_resync,
 };
 use crate::cache::reflector::{
     Reflector, ReflectorError, ReflectorMetrics, ReflectorOptions, ReflectorStats,
@@ -336,7 +336,7 @@ where
     ) -> Result<ResourceEventHandlerRegistration, InformerError> {
         let handler: Arc<dyn ResourceEventHandler<K>> = Arc::new(handler);
         let consumer = if options.nonblocking {
-            Consumer::Nonblocking(handler)
+            Consumer::Nonblocking(handler, options.call_budget.unwrap_or(INLINE_BUDGET))
         } else {
             Consumer::Handler(handler)
         };

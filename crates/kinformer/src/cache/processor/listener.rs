@@ -50,8 +50,9 @@ pub(crate) enum Consumer<K> {
     Handler(Arc<dyn ResourceEventHandler<K>>),
     /// A handler that returns quickly and never blocks (it enqueues a key, counts, sends on
     /// an unbounded channel): called on the listener's task, or directly by the task that
-    /// distributes when nothing is buffered for it (see the module).
-    Nonblocking(Arc<dyn ResourceEventHandler<K>>),
+    /// distributes when nothing is buffered for it (see the module). A call longer than the
+    /// budget sends it back to its task for a while.
+    Nonblocking(Arc<dyn ResourceEventHandler<K>>, Duration),
     /// A bounded channel (an informer's event stream), sent into from the listener's task.
     Channel(mpsc::Sender<Notification<K>>),
 }
@@ -66,8 +67,8 @@ fn is_initial<K>(notification: &Notification<K>) -> bool {
     )
 }
 
-/// Longest call of a non-blocking handler made on the distributing task before the listener
-/// goes back to delivering on its own task.
+/// Longest call of a non-blocking handler before the listener goes back to delivering on its
+/// own task, unless the registration sets another.
 pub(crate) const INLINE_BUDGET: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// Quick calls in a row on its own task after which a listener whose handler overran
@@ -182,6 +183,8 @@ pub struct ProcessorListener<K> {
     demoted: AtomicBool,
     /// Quick calls in a row on the task while demoted (only the task touches it).
     quick_streak: AtomicU32,
+    /// A non-blocking handler's budget per call (see [`INLINE_BUDGET`]).
+    budget: Duration,
 }
 
 impl<K> std::fmt::Debug for ProcessorListener<K> {
@@ -215,6 +218,10 @@ impl<K> ProcessorListener<K> {
             closed: AtomicBool::new(false),
             stopped: SyncedFlag::new(),
         });
+        let budget = match &consumer {
+            Consumer::Nonblocking(_, budget) => *budget,
+            _ => INLINE_BUDGET,
+        };
         Self {
             consumer,
             buffer: Mutex::new(Buffer {
@@ -232,6 +239,7 @@ impl<K> ProcessorListener<K> {
             deliver: Mutex::new(()),
             demoted: AtomicBool::new(false),
             quick_streak: AtomicU32::new(0),
+            budget,
         }
     }
 
@@ -282,7 +290,7 @@ impl<K> ProcessorListener<K> {
             offer
                 && was_empty
                 && buf.task_spawned
-                && matches!(self.consumer, Consumer::Nonblocking(_))
+                && matches!(self.consumer, Consumer::Nonblocking(..))
                 && !self.demoted.load(Ordering::Relaxed)
         };
         if !take_offer {
@@ -299,7 +307,7 @@ impl<K> ProcessorListener<K> {
     where
         K: Send + Sync + 'static,
     {
-        let Consumer::Nonblocking(handler) = &self.consumer else {
+        let Consumer::Nonblocking(handler, _) = &self.consumer else {
             self.wake.notify_one();
             return;
         };
@@ -318,7 +326,7 @@ impl<K> ProcessorListener<K> {
                 let call = std::time::Instant::now();
                 self.dispatch(handler.as_ref(), next);
                 let now = std::time::Instant::now();
-                if now.duration_since(call) > INLINE_BUDGET {
+                if self.overran(now.duration_since(call)) {
                     self.demote();
                     break;
                 }
@@ -327,7 +335,8 @@ impl<K> ProcessorListener<K> {
                 }
             }
         }
-        if self.shared.pending() > 0 {
+        // Under the buffer lock, which orders this check after any add made meanwhile.
+        if !self.buffer.lock().queue.is_empty() {
             self.wake.notify_one();
         }
     }
@@ -342,6 +351,11 @@ impl<K> ProcessorListener<K> {
                 "a non-blocking handler's call overran its budget; it is called on its own task for now"
             );
         }
+    }
+
+    /// True if a call that took `took` overran the budget.
+    fn overran(&self, took: Duration) -> bool {
+        took > self.budget
     }
 
     /// True while a non-blocking handler is kept on its own task (see [`demote`](Self::demote)).
@@ -433,10 +447,10 @@ impl<K> ProcessorListener<K> {
         loop {
             let step = match &self.consumer {
                 Consumer::Handler(handler) => self.deliver_one(handler.as_ref(), &mut turn, false),
-                Consumer::Nonblocking(handler) => {
+                Consumer::Nonblocking(handler, _) => {
                     self.deliver_one(handler.as_ref(), &mut turn, true)
                 }
-                Consumer::Channel(_) => {
+                Consumer::Channel(tx) => {
                     let mut buf = self.buffer.lock();
                     if buf.closed {
                         return;
@@ -446,20 +460,20 @@ impl<K> ProcessorListener<K> {
                         .pending
                         .store(buf.queue.len(), Ordering::Relaxed);
                     match next {
-                        Some(n) => Step::Send(n),
+                        Some(n) => Step::Send(tx, n),
                         None => Step::Wait,
                     }
                 }
             };
-            match (step, &self.consumer) {
-                (Step::Closed, _) => return,
-                (Step::Delivered, _) => {
+            match step {
+                Step::Closed => return,
+                Step::Delivered => {
                     if turn.delivered() {
                         give_way().await;
                     }
                 }
-                (Step::Wait, _) => self.wake.notified().await,
-                (Step::Send(notification), Consumer::Channel(tx)) => {
+                Step::Wait => self.wake.notified().await,
+                Step::Send(tx, notification) => {
                     let initial = is_initial(&notification);
                     if tx.send(notification).await.is_err() {
                         // The stream is gone: nothing will read again.
@@ -471,21 +485,21 @@ impl<K> ProcessorListener<K> {
                         self.shared.tracker.finish();
                     }
                 }
-                (Step::Send(_), _) => unreachable!("only a channel consumer sends"),
             }
         }
     }
 
     /// The task's delivery of the buffer's next notification to `handler`, under the delivery
     /// lock (a distributing task may hold it, delivering in the task's place: then wait for
-    /// the wake-up it sends if it leaves anything). For a non-blocking handler (`timed`) that
-    /// was demoted, counts the quick calls towards its promotion.
-    fn deliver_one(
-        &self,
+    /// the wake-up it sends if it leaves anything). A non-blocking handler's call (`timed`)
+    /// is timed: one over [`INLINE_BUDGET`] demotes the listener, and a demoted listener's
+    /// quick calls count towards its promotion.
+    fn deliver_one<'a>(
+        &'a self,
         handler: &dyn ResourceEventHandler<K>,
         turn: &mut Turn,
         timed: bool,
-    ) -> Step<K>
+    ) -> Step<'a, K>
     where
         K: Send + Sync + 'static,
     {
@@ -510,7 +524,7 @@ impl<K> ProcessorListener<K> {
         if timed {
             let call = std::time::Instant::now();
             self.dispatch(handler, notification);
-            if call.elapsed() > INLINE_BUDGET {
+            if self.overran(call.elapsed()) {
                 self.demote();
             } else if self.demoted.load(Ordering::Relaxed)
                 && self.quick_streak.fetch_add(1, Ordering::Relaxed) + 1 >= PROMOTE_AFTER
@@ -588,7 +602,7 @@ impl<K> ProcessorListener<K> {
 }
 
 /// What the task does next.
-enum Step<K> {
+enum Step<'a, K> {
     /// The listener is closed: the task ends.
     Closed,
     /// A notification went to the handler.
@@ -596,7 +610,7 @@ enum Step<K> {
     /// Nothing to deliver now (or a distributing task is delivering): wait for a wake-up.
     Wait,
     /// Send this notification into the channel.
-    Send(Notification<K>),
+    Send(&'a mpsc::Sender<Notification<K>>, Notification<K>),
 }
 
 /// Longest a listener delivers to its handler before it gives way to other tasks, when

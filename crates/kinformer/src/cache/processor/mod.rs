@@ -22,9 +22,9 @@ mod resync;
 mod shared_processor;
 
 pub use error::ProcessorError;
-pub(crate) use listener::{Consumer, ProcessorListener};
+pub(crate) use listener::{Consumer, INLINE_BUDGET, ProcessorListener};
 #[cfg(test)]
-use listener::{INITIAL_BUFFER_SIZE, INLINE_BUDGET, PROMOTE_AFTER};
+use listener::{INITIAL_BUFFER_SIZE, PROMOTE_AFTER};
 pub use notification::Notification;
 pub use registration::ResourceEventHandlerRegistration;
 pub(crate) use resync::{ResyncPeriods, determine_resync_period, plan_handler_resync};

@@ -603,16 +603,17 @@ async fn dropping_the_processor_stops_its_listener_tasks() {
 
 // ---------------------------------------------------------------- non-blocking handlers
 
-/// A non-blocking listener whose task is parked (current-thread runtime: it runs only when
-/// the test yields), with a recorder for its handler.
+/// A non-blocking listener for `handler` with `budget` per call, whose task is parked
+/// (current-thread runtime: it runs only when the test yields).
 async fn parked_nonblocking_listener(
     handler: Arc<dyn ResourceEventHandler<ConfigMap>>,
+    budget: Duration,
 ) -> (
     Arc<ProcessorListener<ConfigMap>>,
     tokio::task::JoinHandle<()>,
 ) {
     let listener = Arc::new(ProcessorListener::new(
-        Consumer::Nonblocking(handler),
+        Consumer::Nonblocking(handler, budget),
         ResyncPeriods::NEVER,
         Arc::new(SyncedFlag::new_set()),
     ));
@@ -628,7 +629,8 @@ async fn parked_nonblocking_listener(
 #[tokio::test(flavor = "current_thread")]
 async fn a_nonblocking_listener_takes_an_offer_only_with_nothing_buffered() {
     let (handler, mut rx) = recorder();
-    let (listener, task) = parked_nonblocking_listener(handler).await;
+    // No call overruns it, even preempted on a loaded machine.
+    let (listener, task) = parked_nonblocking_listener(handler, Duration::from_secs(10)).await;
     assert!(listener.add_all_for([add("a", false)], true), "offer taken");
     assert!(rx.try_recv().is_err(), "not delivered before help");
     listener.help();
@@ -666,16 +668,19 @@ async fn a_nonblocking_listener_takes_an_offer_only_with_nothing_buffered() {
 /// declined; after `PROMOTE_AFTER` quick calls there, offers are taken again.
 #[tokio::test(flavor = "current_thread")]
 async fn a_slow_call_moves_a_nonblocking_listener_to_its_task_until_it_is_quick_again() {
+    // Longer than the library's, so that a quick call preempted on a loaded machine does not
+    // overrun it.
+    const BUDGET: Duration = Duration::from_millis(25);
     let (tx, mut rx) = unbounded_channel::<String>();
     let handler = ResourceEventHandlerFuncs::<ConfigMap>::new().on_add(move |obj, _| {
         let name = name_of(obj);
         if name == "slow" {
             // The behaviour under test: a call longer than the budget.
-            std::thread::sleep(INLINE_BUDGET * 4);
+            std::thread::sleep(BUDGET * 4);
         }
         let _ = tx.send(name);
     });
-    let (listener, task) = parked_nonblocking_listener(Arc::new(handler)).await;
+    let (listener, task) = parked_nonblocking_listener(Arc::new(handler), BUDGET).await;
     assert!(listener.add_all_for([add("slow", false)], true));
     listener.help();
     assert_eq!(rx.try_recv().unwrap(), "slow");
