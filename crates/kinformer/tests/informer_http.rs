@@ -25,8 +25,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::store::CompactOptions;
 use kinformer::cache::{
-    HasSynced, InformerOptions, Lazy, QueueKind, SharedIndexInformer, SharedInformerFactory,
-    Storage,
+    HandlerOptions, HasSynced, InformerOptions, Lazy, QueueKind, SharedIndexInformer,
+    SharedInformerFactory, Storage,
 };
 use kinformer::kube::KubeListerWatcher;
 use kinformer::wait::{BackoffManager, ExponentialBackoffManager};
@@ -497,6 +497,8 @@ struct SeedConfig {
     queue: QueueKind,
     watch_list: bool,
     page_size: Option<u32>,
+    /// The handler is registered as non-blocking (called on the watch task once synced).
+    nonblocking: bool,
 }
 
 /// What one seed did (for the summary line).
@@ -577,6 +579,8 @@ where
         },
         watch_list: rng.random_bool(0.5),
         page_size: rng.random_bool(0.5).then(|| rng.random_range(5..20)),
+        // From the seed, not the generator, so each seed's writes and faults stay as they were.
+        nonblocking: (seed / 3) % 2 == 1,
     };
     let ctx = |e: String| format!("seed {seed} ({config:?}, {storage:?}): {e}");
     let n0 = rng.random_range(20..=50usize);
@@ -601,7 +605,10 @@ where
     let informer = SharedIndexInformer::new(lw(Api::<K>::namespaced(client.clone(), &ns)), options);
     let tracker = Arc::new(Tracker::default());
     informer
-        .add_event_handler(Arc::clone(&tracker))
+        .add_event_handler_with_options(
+            Arc::clone(&tracker),
+            HandlerOptions::new().nonblocking(config.nonblocking),
+        )
         .map_err(|e| ctx(e.to_string()))?;
     let (cancel, task) = spawn_informer(&informer);
     let cache = informer.get_indexer();
