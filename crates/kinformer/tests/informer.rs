@@ -128,6 +128,13 @@ struct Mode {
 }
 
 impl Mode {
+    /// The informer's defaults (the real-thread tests register their handlers themselves).
+    const DEFAULT: Mode = Mode {
+        queue: QueueKind::RealFifo,
+        compact: false,
+        nonblocking: false,
+    };
+
     /// How the scenario's (quick) handlers are registered.
     fn handler(self) -> HandlerOptions {
         HandlerOptions::new().nonblocking(self.nonblocking)
@@ -768,12 +775,7 @@ impl ResourceEventHandler<ConfigMap> for TaskIds {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_events_reach_nonblocking_handlers_on_the_watch_task_and_others_on_their_own() {
     let lw = FakeListerWatcher::new();
-    let mode = Mode {
-        queue: QueueKind::RealFifo,
-        compact: false,
-        nonblocking: true,
-    };
-    let inf = informer(&lw, mode, Duration::ZERO);
+    let inf = informer(&lw, Mode::DEFAULT, Duration::ZERO);
     let handlers: Vec<Arc<TaskIds>> = (0..4).map(|_| Arc::default()).collect();
     let mut regs = Vec::new();
     for (i, h) in handlers.iter().enumerate() {
@@ -829,12 +831,7 @@ async fn live_events_reach_nonblocking_handlers_on_the_watch_task_and_others_on_
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn a_nonblocking_handler_that_turns_slow_holds_up_nobody_once_moved_to_its_task() {
     let lw = FakeListerWatcher::new();
-    let mode = Mode {
-        queue: QueueKind::RealFifo,
-        compact: false,
-        nonblocking: true,
-    };
-    let inf = informer(&lw, mode, Duration::ZERO);
+    let inf = informer(&lw, Mode::DEFAULT, Duration::ZERO);
     let gate = Arc::new((std::sync::Mutex::new(true), std::sync::Condvar::new()));
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let slow = {

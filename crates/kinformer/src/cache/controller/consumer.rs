@@ -47,11 +47,11 @@ pub(crate) enum PopNow {
 /// Pops, applies and distributes (see the module).
 pub(crate) struct DeltaConsumer<K> {
     pub(crate) queue: Arc<dyn DeltaQueue<K>>,
-    pub(crate) indexer: Arc<Indexer<K>>,
-    pub(crate) processor: Arc<SharedProcessor<K>>,
+    indexer: Arc<Indexer<K>>,
+    processor: Arc<SharedProcessor<K>>,
     /// Held while one popped item is applied and distributed; a handler added after the start
     /// takes it to register and replay the store atomically with respect to deltas.
-    pub(crate) block_deltas: Arc<Mutex<()>>,
+    block_deltas: Arc<Mutex<()>>,
     /// The consumer lock; true once live processing moved to the writers' tasks.
     live: Mutex<bool>,
     /// Wakes the process loop when a write left a backlog.
