@@ -146,10 +146,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaConsumer<K> {
         }
         let started = std::time::Instant::now();
         while self.pop_locked(true) == PopNow::Processed {
-            if self.queue.is_empty() {
-                return;
-            }
-            if started.elapsed() > WRITER_SLICE {
+            if started.elapsed() > WRITER_SLICE && !self.queue.is_empty() {
                 drop(consumer);
                 self.backlog.notify_one();
                 return;

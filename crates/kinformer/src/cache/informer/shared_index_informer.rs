@@ -272,7 +272,7 @@ where
         &self,
         handler: impl ResourceEventHandler<K> + 'static,
     ) -> Result<ResourceEventHandlerRegistration, InformerError> {
-        self.add_handler(Arc::new(handler), self.inner.options.resync_period)
+        self.add_event_handler_with_options(handler, HandlerOptions::new())
     }
 
     /// Adds a handler that also wants a resync every `resync_period` (zero: never).
@@ -293,7 +293,10 @@ where
         handler: impl ResourceEventHandler<K> + 'static,
         resync_period: Duration,
     ) -> Result<ResourceEventHandlerRegistration, InformerError> {
-        self.add_handler(Arc::new(handler), resync_period)
+        self.add_event_handler_with_options(
+            handler,
+            HandlerOptions::new().resync_period(resync_period),
+        )
     }
 
     /// Adds a handler with [`HandlerOptions`]: its resync period (as
@@ -342,14 +345,6 @@ where
         };
         let resync = options.resync.unwrap_or(self.inner.options.resync_period);
         self.add_consumer(consumer, resync)
-    }
-
-    fn add_handler(
-        &self,
-        handler: Arc<dyn ResourceEventHandler<K>>,
-        requested: Duration,
-    ) -> Result<ResourceEventHandlerRegistration, InformerError> {
-        self.add_consumer(Consumer::Handler(handler), requested)
     }
 
     pub(crate) fn add_consumer(

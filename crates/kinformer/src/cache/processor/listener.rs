@@ -323,14 +323,8 @@ impl<K> ProcessorListener<K> {
                 let Some(next) = self.take_next() else {
                     return;
                 };
-                let call = std::time::Instant::now();
-                self.dispatch(handler.as_ref(), next);
-                let now = std::time::Instant::now();
-                if self.overran(now.duration_since(call)) {
-                    self.demote();
-                    break;
-                }
-                if now.duration_since(slice) > DELIVERY_SLICE {
+                if !self.dispatch_timed(handler.as_ref(), next) || slice.elapsed() > DELIVERY_SLICE
+                {
                     break;
                 }
             }
@@ -339,6 +333,25 @@ impl<K> ProcessorListener<K> {
         if !self.buffer.lock().queue.is_empty() {
             self.wake.notify_one();
         }
+    }
+
+    /// Dispatches to a non-blocking handler and times the call: false (and the listener
+    /// demoted) if it overran the budget.
+    fn dispatch_timed(
+        &self,
+        handler: &dyn ResourceEventHandler<K>,
+        notification: Notification<K>,
+    ) -> bool
+    where
+        K: Send + Sync + 'static,
+    {
+        let call = std::time::Instant::now();
+        self.dispatch(handler, notification);
+        let quick = call.elapsed() <= self.budget;
+        if !quick {
+            self.demote();
+        }
+        quick
     }
 
     /// A non-blocking handler's call overran [`INLINE_BUDGET`]: deliver on the task until it
@@ -353,11 +366,6 @@ impl<K> ProcessorListener<K> {
         }
     }
 
-    /// True if a call that took `took` overran the budget.
-    fn overran(&self, took: Duration) -> bool {
-        took > self.budget
-    }
-
     /// True while a non-blocking handler is kept on its own task (see [`demote`](Self::demote)).
     #[cfg(test)]
     pub(crate) fn is_demoted(&self) -> bool {
@@ -366,7 +374,11 @@ impl<K> ProcessorListener<K> {
 
     /// Takes the next notification from the buffer; `None` when it is empty or closed.
     fn take_next(&self) -> Option<Notification<K>> {
-        let mut buf = self.buffer.lock();
+        self.pop_buffered(&mut self.buffer.lock())
+    }
+
+    /// Takes the buffer's front and updates the pending count (the caller holds the lock).
+    fn pop_buffered(&self, buf: &mut Buffer<K>) -> Option<Notification<K>> {
         let next = buf.queue.pop_front();
         self.shared
             .pending
@@ -455,11 +467,7 @@ impl<K> ProcessorListener<K> {
                     if buf.closed {
                         return;
                     }
-                    let next = buf.queue.pop_front();
-                    self.shared
-                        .pending
-                        .store(buf.queue.len(), Ordering::Relaxed);
-                    match next {
+                    match self.pop_buffered(&mut buf) {
                         Some(n) => Step::Send(tx, n),
                         None => Step::Wait,
                     }
@@ -512,21 +520,14 @@ impl<K> ProcessorListener<K> {
                 return Step::Closed;
             }
             turn.begin(buf.queue.len());
-            let next = buf.queue.pop_front();
-            self.shared
-                .pending
-                .store(buf.queue.len(), Ordering::Relaxed);
-            next
+            self.pop_buffered(&mut buf)
         };
         let Some(notification) = next else {
             return Step::Wait;
         };
         if timed {
-            let call = std::time::Instant::now();
-            self.dispatch(handler, notification);
-            if self.overran(call.elapsed()) {
-                self.demote();
-            } else if self.demoted.load(Ordering::Relaxed)
+            if self.dispatch_timed(handler, notification)
+                && self.demoted.load(Ordering::Relaxed)
                 && self.quick_streak.fetch_add(1, Ordering::Relaxed) + 1 >= PROMOTE_AFTER
             {
                 self.quick_streak.store(0, Ordering::Relaxed);
