@@ -47,6 +47,9 @@
 //!   list is paged by 500 in both (kinformer with watch-list off).
 //! - `peak_rss_mib`: VmHWM of the bench process (the informer's), not of the server. L0 also
 //!   reports it (not a BENCHMARKS.md metric): the fetched body plus the decoded pods.
+//! - `stored_bytes_per_pod` (kinformer rows with compact storage only): the store's payload
+//!   bytes per pod at sync (`ReadOnlyIndexer::compact_stored_bytes`), before the updates add
+//!   the bench's annotation.
 //!
 //! # Diagnostics
 //!
@@ -571,7 +574,7 @@ impl<K: Resource + Send + Sync + 'static> ResourceEventHandler<K> for Handler {
 /// Starts a kinformer informer of `K` over `api` (pages of 500, no watch-list) with the
 /// bench's handler registered as non-blocking (it only counts and notes delays, as a
 /// controller's handler only enqueues keys), and waits for its sync; returns the time to
-/// synced and the informer's task.
+/// synced, the informer's task and a reader of its compact store's size.
 async fn start_kinformer<K>(
     api: Api<K>,
     wire: Wire,
@@ -579,7 +582,7 @@ async fn start_kinformer<K>(
     progress: &Arc<Progress>,
     cancel: &CancellationToken,
     started: Instant,
-) -> Result<(f64, tokio::task::JoinHandle<()>), String>
+) -> Result<(f64, tokio::task::JoinHandle<()>, StoredBytes), String>
 where
     K: Resource + DeserializeOwned + Send + Sync + 'static,
 {
@@ -608,12 +611,21 @@ where
         .await
         .map_err(|_| "no sync within 300 s")?;
     let synced_ms = started.elapsed().as_secs_f64() * 1e3;
-    let n = informer.get_indexer().len();
+    let cache = informer.get_indexer();
+    let n = cache.len();
     if n != PODS {
         return Err(format!("synced with {n} pods, expected {PODS}"));
     }
-    Ok((synced_ms, task))
+    Ok((
+        synced_ms,
+        task,
+        Some(Box::new(move || cache.compact_stored_bytes())),
+    ))
 }
+
+/// The bytes a kinformer informer's compact store holds (`0` for typed storage; `None` for
+/// kube-runtime).
+type StoredBytes = Option<Box<dyn Fn() -> usize + Send>>;
 
 async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
     let encode = if peer.protobuf() {
@@ -626,7 +638,7 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
     let progress = Arc::new(Progress::new());
     let cancel = CancellationToken::new();
     let started = Instant::now();
-    let (synced_ms, task) = match peer {
+    let (synced_ms, task, stored_bytes) = match peer {
         Peer::Kinformer { wire, compact } => {
             let api = Api::<Pod>::all(client);
             let storage = if compact {
@@ -683,10 +695,15 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
             if n != PODS {
                 return Err(format!("synced with {n} pods, expected {PODS}"));
             }
-            (synced_ms, task)
+            (synced_ms, task, None)
         }
     };
 
+    // Compact storage only: its payload bytes per pod as listed (the updates below add the
+    // bench's own annotation, which the dictionary trained on the list has not seen).
+    let stored_per_pod = stored_bytes
+        .map(|bytes| bytes() as f64 / PODS as f64)
+        .filter(|b| *b > 0.0);
     if std::env::var_os("KINFORMER_BENCH_TRACE").is_some() {
         eprintln!(
             "E1: peak RSS at sync {:.1} MiB, CPU time at sync {:.0} ms",
@@ -697,13 +714,14 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
     let updates_s = update_round(&mut server, &progress, PODS, None).await?;
     let (p50, p99) = progress.percentiles();
     let peak = peak_rss_mib()?;
+
     let (paced, per_s) = if realistic { PACED_REALISTIC } else { PACED };
     progress.next_round(paced);
     update_round(&mut server, &progress, paced, Some(per_s)).await?;
     let (paced_p50, paced_p99) = progress.percentiles();
     cancel.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(30), task).await;
-    Ok(vec![
+    let mut metrics: Metrics = vec![
         ("synced_ms".into(), synced_ms),
         ("updates_per_s".into(), PODS as f64 / updates_s),
         ("p50_delivery_ms".into(), p50),
@@ -711,7 +729,11 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
         ("peak_rss_mib".into(), peak),
         ("paced_p50_delivery_ms".into(), paced_p50),
         ("paced_p99_delivery_ms".into(), paced_p99),
-    ])
+    ];
+    if let Some(b) = stored_per_pod {
+        metrics.push(("stored_bytes_per_pod".into(), b));
+    }
+    Ok(metrics)
 }
 
 /// Has the server update pods `0..n` (as fast as it can, or `per_s` a second) and waits until

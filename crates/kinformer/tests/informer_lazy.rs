@@ -69,6 +69,11 @@ async fn a_lazy_compact_informer_decodes_only_what_handlers_ask_for() {
         0,
         "metadata-only handlers and reads decoded objects"
     );
+    // What the store holds is visible from the informer: a trained dictionary, and frames well
+    // under a bench pod's ~190 protobuf bytes each.
+    assert!(cache.compact_dictionary_len().is_some());
+    let per_pod = cache.compact_stored_bytes() / cache.len();
+    assert!((1..150).contains(&per_pod), "{per_pod} B stored per pod");
 
     // Two handlers that read the whole object: one decode per delivered object, shared.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<bool>();

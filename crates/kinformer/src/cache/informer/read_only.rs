@@ -111,3 +111,20 @@ impl<K: Resource> ReadOnlyIndexer<K> {
         self.inner.indexer_names()
     }
 }
+
+/// What compact storage holds, for an informer's metrics (as
+/// [`Indexer::compact_stored_bytes`] and [`Indexer::compact_dictionary_len`]).
+#[cfg(feature = "compact")]
+impl<K> ReadOnlyIndexer<K> {
+    /// Compact storage: the size of the zstd dictionary in use, if one exists yet (`None` for
+    /// typed storage). Needs the `compact` feature.
+    pub fn compact_dictionary_len(&self) -> Option<usize> {
+        self.inner.compact_dictionary_len()
+    }
+
+    /// Compact storage: the bytes of all stored encodings (payloads only, without map and
+    /// index overhead); `0` for typed storage. Needs the `compact` feature.
+    pub fn compact_stored_bytes(&self) -> usize {
+        self.inner.compact_stored_bytes()
+    }
+}
