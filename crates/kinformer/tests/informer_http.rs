@@ -295,6 +295,118 @@ async fn a_factory_informer_converges_after_watch_faults() {
         .unwrap();
 }
 
+/// Updates unlike the listed pods (annotations and containers the dictionary trained at
+/// sync never saw) make a compact informer's store train a new dictionary and use it for the
+/// writes after it; the pods stored with the first one (never updated) still read back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compact_informer_makes_a_new_dictionary_when_the_updates_drift() {
+    let server = start_server().await;
+    let ns = "drift";
+    let pods = 400;
+    for i in 0..pods {
+        server
+            .store()
+            .create("pods", ns, small_pod(ns, &format!("p{i}"), 0))
+            .unwrap();
+    }
+    let factory = SharedInformerFactory::new(server.client_without_retries().unwrap())
+        .with_namespace(ns)
+        .with_storage::<Lazy<Pod>>(Storage::compact(CompactOptions::default().train_after(300)));
+    let informer = factory.informer::<Lazy<Pod>>();
+    let tracker = Arc::new(Tracker::default());
+    informer.add_event_handler(Arc::clone(&tracker)).unwrap();
+    let cancel = CancellationToken::new();
+    factory.start(&cancel);
+    timeout(
+        Duration::from_secs(10),
+        factory.wait_for_cache_sync(&cancel),
+    )
+    .await
+    .unwrap();
+    let cache = informer.get_indexer();
+    wait_converged(&server, Some(ns), &cache, &tracker, CONVERGE_LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(cache.compact_dictionaries(), 1);
+    let listed = cache.compact_stored_bytes();
+
+    // Rounds of updates of the first 300 pods (the last 100 keep the first dictionary's
+    // encoding), until the store has loaded a new dictionary. Training runs on a thread of its
+    // own and the write after it loads the result, so this takes a few rounds; 40 are far more
+    // than that needs.
+    let drifted = |i: usize, round: usize| {
+        let mut pod = small_pod(ns, &format!("p{i}"), round as u64);
+        pod["metadata"]["annotations"] = json!({
+            "deployment.kubernetes.io/revision": round.to_string(),
+            "checksum/config": "the configuration of the worker fleet, version three",
+            "owner": "platform-team@example.com, escalation through the pager rota",
+        });
+        pod["spec"] = json!({"containers": [{
+            "name": "worker",
+            "image": format!("registry.example/fleet/worker:2.{}", i % 3),
+            "env": [{"name": "QUEUE_URL", "value": "amqp://queue.fleet.svc:5672/work"},
+                    {"name": "CACHE_DIRECTORY", "value": "/var/cache/fleet-worker"}],
+        }]});
+        pod
+    };
+    // The first round is written with the first dictionary (drift takes two windows of 300
+    // writes to tell, and a third to collect samples).
+    let mut round = 0;
+    let mut before = None;
+    while cache.compact_dictionaries() < 2 {
+        round += 1;
+        assert!(round <= 40, "no new dictionary after {} updates", 300 * 40);
+        for i in 0..300 {
+            server
+                .store()
+                .update("pods", ns, drifted(i, round))
+                .unwrap();
+        }
+        wait_converged(&server, Some(ns), &cache, &tracker, CONVERGE_LIMIT)
+            .await
+            .unwrap();
+        before.get_or_insert(cache.compact_stored_bytes());
+    }
+    let before = before.unwrap();
+    assert!(round >= 3, "a new dictionary after {round} rounds");
+    // One more round, all of it written with the new dictionary.
+    for i in 0..300 {
+        server
+            .store()
+            .update("pods", ns, drifted(i, round + 1))
+            .unwrap();
+    }
+    wait_converged(&server, Some(ns), &cache, &tracker, CONVERGE_LIMIT)
+        .await
+        .unwrap();
+    let after = cache.compact_stored_bytes();
+    assert!(
+        after * 10 < before * 9,
+        "the store with 300 drifted pods: {before} B with the first dictionary, {after} B with the new one (listed: {listed} B)"
+    );
+    // Every pod reads back, whichever dictionary stored it.
+    for i in 0..pods {
+        let pod = cache.get_by_key(&format!("{ns}/p{i}")).unwrap();
+        let full = pod.object().unwrap();
+        let want = if i < 300 { round as u64 + 1 } else { 0 };
+        assert_eq!(
+            full.metadata.labels.as_ref().and_then(|l| l.get("gen")),
+            Some(&want.to_string()),
+            "p{i}"
+        );
+        assert!(full.spec.is_some());
+    }
+    assert!(
+        tracker.violations().is_empty(),
+        "{:?}",
+        tracker.violations()
+    );
+    cancel.cancel();
+    timeout(Duration::from_secs(10), factory.shutdown())
+        .await
+        .unwrap();
+}
+
 /// A garbled event or an unknown event type in the middle of a watch stream (the server goes
 /// on sending) is never skipped: the watch ends, resumes from the last good version and the
 /// change arrives.

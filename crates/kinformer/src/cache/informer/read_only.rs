@@ -113,13 +113,20 @@ impl<K: Resource> ReadOnlyIndexer<K> {
 }
 
 /// What compact storage holds, for an informer's metrics (as
-/// [`Indexer::compact_stored_bytes`] and [`Indexer::compact_dictionary_len`]).
+/// [`Indexer::compact_stored_bytes`], [`Indexer::compact_dictionary_len`] and
+/// [`Indexer::compact_dictionaries`]).
 #[cfg(feature = "compact")]
 impl<K> ReadOnlyIndexer<K> {
     /// Compact storage: the size of the zstd dictionary in use, if one exists yet (`None` for
     /// typed storage). Needs the `compact` feature.
     pub fn compact_dictionary_len(&self) -> Option<usize> {
         self.inner.compact_dictionary_len()
+    }
+
+    /// Compact storage: the number of dictionaries made so far (see
+    /// [`Indexer::compact_dictionaries`]). Needs the `compact` feature.
+    pub fn compact_dictionaries(&self) -> usize {
+        self.inner.compact_dictionaries()
     }
 
     /// Compact storage: the bytes of all stored encodings (payloads only, without map and

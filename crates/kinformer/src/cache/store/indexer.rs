@@ -196,6 +196,16 @@ impl<K> Indexer<K> {
         }
     }
 
+    /// Compact storage: the number of dictionaries made so far — the first one, and one more
+    /// each time the writes drifted from the one in use ([`CompactOptions::retrain`]); `0`
+    /// before the first and for typed storage. Needs the `compact` feature.
+    pub fn compact_dictionaries(&self) -> usize {
+        match &self.mode {
+            Mode::Compact(c) => c.backend.codec.core().dictionaries(),
+            Mode::Typed(_) => 0,
+        }
+    }
+
     /// Compact storage: the bytes of all stored encodings (payloads only, without map and
     /// index overhead); `0` for typed storage. Needs the `compact` feature.
     pub fn compact_stored_bytes(&self) -> usize {

@@ -3,17 +3,20 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use zstd::zstd_safe::{self, CCtx, CParameter, DCtx};
+use zstd::zstd_safe::{self, CCtx, DCtx};
 
 use crate::cache::meta::{Lazy, StoredBody, deferred};
 use crate::cache::store::CodecError;
 use crate::cache::store::compact::dictionary::Dictionary;
+use crate::cache::store::compact::drift::Drift;
+use crate::cache::store::compact::trial::{Trial, Verdict};
 use crate::cache::store::{CompactOptions, Format};
 
 /// One stored object: a tag byte, the object's resourceVersion (a length byte, then its bytes),
@@ -21,7 +24,17 @@ use crate::cache::store::{CompactOptions, Format};
 pub(crate) type Blob = Arc<[u8]>;
 
 const TAG_RAW: u8 = 0;
+/// Compressed with the first dictionary; tag `TAG_ZSTD + g` with dictionary `g` (of at most
+/// [`MAX_DICTIONARIES`]).
 const TAG_ZSTD: u8 = 1;
+/// The most dictionaries one codec makes: the first and its successors after drift (every
+/// one is kept, since objects stored with it are not re-encoded).
+pub(crate) const MAX_DICTIONARIES: usize = 8;
+
+/// The tag of blobs compressed with dictionary `generation`.
+fn tag_of(generation: usize) -> u8 {
+    TAG_ZSTD + generation as u8
+}
 /// The length byte of a resourceVersion too long to keep beside the object (it is then read
 /// from the decoded object).
 const VERSION_NOT_KEPT: u8 = u8::MAX;
@@ -53,6 +66,23 @@ struct WriteCtx {
     cctx: CCtx<'static>,
     serialized: Vec<u8>,
     compressed: Vec<u8>,
+    /// The tag of the dictionary loaded in `cctx` (none: blobs are stored raw).
+    current: Option<u8>,
+    /// The size of the last zstd frame written (the blob without its header).
+    frame_len: usize,
+    drift: Drift,
+    /// A new dictionary on trial against the one in use.
+    trial: Option<Trial>,
+}
+
+/// A trained dictionary and its baseline (see [`train_measured`]).
+type Measured = (Dictionary, Option<f64>);
+
+/// A dictionary trained on a thread of its own, handed to the next write.
+#[derive(Default)]
+struct Pending {
+    ready: AtomicBool,
+    result: Mutex<Option<Result<Dictionary, CodecError>>>,
 }
 
 thread_local! {
@@ -66,17 +96,24 @@ pub(crate) struct Codec {
     level: i32,
     train_after: usize,
     dictionary_size: usize,
-    dict: OnceLock<Dictionary>,
+    retrain: bool,
+    /// Every dictionary made, by generation (the last one compresses new writes).
+    dicts: RwLock<Vec<Arc<Dictionary>>>,
+    /// `dicts.len()`, read without the lock.
+    generations: AtomicUsize,
     /// The number of samples of the last failed training (0: none failed).
     failed_at: AtomicUsize,
     write: Mutex<WriteCtx>,
+    pending: Arc<Pending>,
+    /// The thread training the next dictionary, if one was started.
+    trainer: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl fmt::Debug for Codec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Codec")
             .field("format", &self.format)
-            .field("dictionary", &self.dict.get())
+            .field("dictionaries", &*self.dicts.read())
             .finish()
     }
 }
@@ -85,36 +122,51 @@ impl Codec {
     pub(crate) fn new(opts: &CompactOptions) -> Result<Self, CodecError> {
         let cctx = CCtx::try_create()
             .ok_or_else(|| CodecError::Encode("cannot create a zstd context".into()))?;
-        let dict = OnceLock::new();
+        let mut dicts = Vec::new();
         let mut write = WriteCtx {
             cctx,
             serialized: Vec::new(),
             compressed: Vec::new(),
+            current: None,
+            frame_len: 0,
+            drift: Drift::new(opts.train_after, opts.dictionary_size.saturating_mul(100)),
+            trial: None,
         };
         if let Some(raw) = &opts.dictionary {
             let d = Dictionary::new(raw)?;
-            load(&mut write.cctx, &d, opts.level)?;
-            let _ = dict.set(d);
+            d.load(&mut write.cctx, opts.level)?;
+            dicts.push(Arc::new(d));
+            write.current = Some(tag_of(0));
         }
         Ok(Codec {
             format: opts.format,
             level: opts.level,
             train_after: opts.train_after,
             dictionary_size: opts.dictionary_size,
-            dict,
+            retrain: opts.retrain,
+            generations: AtomicUsize::new(dicts.len()),
+            dicts: RwLock::new(dicts),
             failed_at: AtomicUsize::new(0),
             write: Mutex::new(write),
+            pending: Arc::default(),
+            trainer: Mutex::new(None),
         })
     }
 
     /// The size of the dictionary in use, if any.
     pub(crate) fn dictionary_len(&self) -> Option<usize> {
-        self.dict.get().map(|d| d.len)
+        self.dicts.read().last().map(|d| d.len)
+    }
+
+    /// The number of dictionaries made so far (the first one and its successors).
+    pub(crate) fn dictionaries(&self) -> usize {
+        self.generations.load(Ordering::Acquire)
     }
 
     fn encode<K: Serialize>(&self, obj: &K, version: &str) -> Result<Blob, CodecError> {
         let mut guard = self.write.lock();
         let ctx = &mut *guard;
+        self.install_pending(ctx);
         ctx.serialized.clear();
         let res = match self.format {
             Format::MessagePack => {
@@ -125,16 +177,114 @@ impl Codec {
             }
         };
         res.map_err(CodecError::Encode)?;
-        Self::pack(self.dict.get(), ctx, Some(version))
+        let blob = Self::pack(ctx, Some(version))?;
+        if self.retrain && ctx.current.is_some() {
+            self.observe_write(ctx);
+        }
+        Ok(blob)
     }
 
-    /// Wraps `ctx.serialized` into a blob, compressing it if a dictionary exists; `version`
-    /// goes into the header when given and short enough.
-    fn pack(
-        dict: Option<&Dictionary>,
-        ctx: &mut WriteCtx,
-        version: Option<&str>,
-    ) -> Result<Blob, CodecError> {
+    /// Feeds the write just compressed to the trial of a new dictionary if one is on, else
+    /// to the drift detector.
+    fn observe_write(&self, ctx: &mut WriteCtx) {
+        let Some(trial) = ctx.trial.as_mut() else {
+            if let Some(samples) = ctx.drift.observe(&ctx.serialized, ctx.frame_len) {
+                self.start_training(samples, ctx);
+            }
+            return;
+        };
+        match trial.observe(&ctx.serialized, ctx.frame_len) {
+            Ok(false) => {}
+            Ok(true) => {
+                let Some(trial) = ctx.trial.take() else {
+                    return;
+                };
+                match trial.verdict() {
+                    Verdict::Adopt {
+                        dict,
+                        cctx,
+                        baseline,
+                    } => {
+                        let mut dicts = self.dicts.write();
+                        let generation = dicts.len();
+                        dicts.push(Arc::new(dict));
+                        self.generations.store(dicts.len(), Ordering::Release);
+                        ctx.cctx = cctx;
+                        ctx.current = Some(tag_of(generation));
+                        ctx.drift.loaded(Some(baseline));
+                    }
+                    Verdict::Reject { baseline } => ctx.drift.kept(baseline),
+                }
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "compact indexer: the trial of a new dictionary failed");
+                ctx.trial = None;
+                ctx.drift.training_failed();
+            }
+        }
+    }
+
+    /// Starts training a successor dictionary on `samples` on a thread of its own; the first
+    /// write after it is done puts it on trial ([`Self::install_pending`]).
+    fn start_training(&self, samples: Vec<Vec<u8>>, ctx: &mut WriteCtx) {
+        if self.dictionaries() >= MAX_DICTIONARIES {
+            tracing::debug!(
+                dictionaries = MAX_DICTIONARIES,
+                "compact indexer: writes drifted, but no more dictionaries are made"
+            );
+            ctx.drift.stop();
+            return;
+        }
+        let pending = Arc::clone(&self.pending);
+        let size = self.dictionary_size;
+        let spawned = std::thread::Builder::new()
+            .name("kinformer-dict".into())
+            .spawn(move || {
+                let trained = Dictionary::train(&samples, size);
+                *pending.result.lock() = Some(trained);
+                pending.ready.store(true, Ordering::Release);
+            });
+        match spawned {
+            Ok(handle) => *self.trainer.lock() = Some(handle),
+            Err(e) => {
+                tracing::debug!(error = %e, "compact indexer: cannot start training a dictionary");
+                ctx.drift.training_failed();
+            }
+        }
+    }
+
+    /// Puts a dictionary trained since the last write, if any, on trial: the next writes
+    /// tell whether it replaces the one in use ([`Trial`]).
+    fn install_pending(&self, ctx: &mut WriteCtx) {
+        if !self.pending.ready.swap(false, Ordering::Acquire) {
+            return;
+        }
+        let Some(result) = self.pending.result.lock().take() else {
+            return;
+        };
+        let writes = (ctx.drift.window() / 4).max(MIN_TRIAL_WRITES);
+        match result.and_then(|d| Trial::new(d, self.level, writes)) {
+            Ok(trial) => ctx.trial = Some(trial),
+            Err(e) => {
+                tracing::debug!(error = %e, "compact indexer: keeping the dictionary in use");
+                ctx.drift.training_failed();
+            }
+        }
+    }
+
+    /// Waits for the training started last (tests).
+    #[cfg(test)]
+    pub(crate) fn finish_training(&self) {
+        let handle = self.trainer.lock().take();
+        if let Some(handle) = handle {
+            handle.join().expect("training thread");
+        }
+    }
+
+    /// Wraps `ctx.serialized` into a blob, compressing it if a dictionary is loaded;
+    /// `version` goes into the header when given and short enough.
+    fn pack(ctx: &mut WriteCtx, version: Option<&str>) -> Result<Blob, CodecError> {
+        let dict = ctx.current;
         // The blob is built in the reused buffer, then copied once into its `Arc`.
         ctx.compressed.clear();
         // The version and its length byte, if short enough to keep.
@@ -149,8 +299,7 @@ impl Codec {
             ctx.serialized.len()
         };
         ctx.compressed.reserve(header + bound);
-        ctx.compressed
-            .push(if dict.is_some() { TAG_ZSTD } else { TAG_RAW });
+        ctx.compressed.push(dict.unwrap_or(TAG_RAW));
         match kept {
             Some((len, v)) => {
                 ctx.compressed.push(len);
@@ -166,7 +315,8 @@ impl Codec {
         // write after the header.
         let mut after_tag = std::io::Cursor::new(&mut ctx.compressed);
         after_tag.set_position(header as u64);
-        ctx.cctx
+        ctx.frame_len = ctx
+            .cctx
             .compress2(&mut after_tag, &ctx.serialized)
             .map_err(|code| {
                 CodecError::Encode(format!("zstd: {}", zstd_safe::get_error_name(code)))
@@ -181,10 +331,15 @@ impl Codec {
         let (tag, _, payload) = parts(blob)?;
         match tag {
             TAG_RAW => self.deserialize(payload),
-            TAG_ZSTD => {
-                let dict = self.dict.get().ok_or_else(|| {
-                    CodecError::Decode("compressed blob but no dictionary".into())
-                })?;
+            tag if tag >= TAG_ZSTD && usize::from(tag - TAG_ZSTD) < MAX_DICTIONARIES => {
+                let dict = self
+                    .dicts
+                    .read()
+                    .get(usize::from(tag - TAG_ZSTD))
+                    .cloned()
+                    .ok_or_else(|| {
+                        CodecError::Decode(format!("blob tag {tag}: no such dictionary"))
+                    })?;
                 let size = match zstd_safe::get_frame_content_size(payload) {
                     Ok(Some(n)) if n <= MAX_DECODED_BYTES => n as usize,
                     Ok(_) => return Err(CodecError::Decode("bad zstd frame size".into())),
@@ -240,7 +395,7 @@ impl Codec {
     /// the sample count.
     pub(crate) fn wants_training(&self, stored: usize) -> bool {
         self.train_after > 0
-            && self.dict.get().is_none()
+            && self.dictionaries() == 0
             && stored
                 >= self
                     .train_after
@@ -251,7 +406,7 @@ impl Codec {
     /// dictionary now exists. A failure is logged; objects stay uncompressed until a later
     /// training (with twice the samples) succeeds.
     pub(crate) fn train(&self, samples: &[Blob]) -> bool {
-        if self.dict.get().is_some() {
+        if self.dictionaries() > 0 {
             return true;
         }
         let payloads: Vec<&[u8]> = samples
@@ -261,16 +416,23 @@ impl Codec {
                 _ => None,
             })
             .collect();
-        let trained = Dictionary::train(&payloads, self.dictionary_size)
-            .and_then(|d| load(&mut self.write.lock().cctx, &d, self.level).map(|()| d));
+        let trained = train_measured(&payloads, self.dictionary_size, self.level);
+        let mut guard = self.write.lock();
+        let ctx = &mut *guard;
+        let trained = trained
+            .and_then(|(d, baseline)| d.load(&mut ctx.cctx, self.level).map(|()| (d, baseline)));
         match trained {
-            Ok(d) => {
+            Ok((d, baseline)) => {
                 tracing::debug!(
                     samples = payloads.len(),
                     bytes = d.len,
                     "compact indexer: dictionary trained"
                 );
-                let _ = self.dict.set(d);
+                let mut dicts = self.dicts.write();
+                dicts.push(Arc::new(d));
+                self.generations.store(dicts.len(), Ordering::Release);
+                ctx.current = Some(tag_of(0));
+                ctx.drift.loaded(baseline);
                 true
             }
             Err(e) => {
@@ -284,56 +446,63 @@ impl Codec {
 
     /// Compresses an uncompressed blob with the dictionary; `None` if it needs no change.
     pub(crate) fn recompress(&self, blob: &[u8]) -> Result<Option<Blob>, CodecError> {
-        let (Some(dict), Ok((TAG_RAW, version, payload))) = (self.dict.get(), parts(blob)) else {
+        let Ok((TAG_RAW, version, payload)) = parts(blob) else {
             return Ok(None);
         };
         let mut guard = self.write.lock();
         let ctx = &mut *guard;
+        if ctx.current.is_none() {
+            return Ok(None);
+        }
         ctx.serialized.clear();
         ctx.serialized.extend_from_slice(payload);
-        Self::pack(Some(dict), ctx, version).map(Some)
+        Self::pack(ctx, version).map(Some)
     }
 }
 
-/// Loads `dict` into the compression context (sticky: used for every later frame), with a
-/// content checksum so corrupt stored bytes are detected, and without the dictionary id.
-fn load(cctx: &mut CCtx<'static>, dict: &Dictionary, level: i32) -> Result<(), CodecError> {
-    let err = |code| CodecError::Dictionary(format!("zstd: {}", zstd_safe::get_error_name(code)));
-    cctx.set_parameter(CParameter::CompressionLevel(level))
-        .map_err(err)?;
-    if let Some(log) = match_table_log(dict.raw.len(), level) {
-        cctx.set_parameter(CParameter::HashLog(log)).map_err(err)?;
-        cctx.set_parameter(CParameter::ChainLog(log)).map_err(err)?;
-    }
-    cctx.set_parameter(CParameter::ChecksumFlag(true))
-        .map_err(err)?;
-    cctx.set_parameter(CParameter::DictIdFlag(false))
-        .map_err(err)?;
-    cctx.set_parameter(CParameter::ContentSizeFlag(true))
-        .map_err(err)?;
-    cctx.load_dictionary(&dict.raw).map_err(err)?;
-    Ok(())
-}
+/// A new dictionary is tried on a quarter of a drift window of writes, and at least this many.
+const MIN_TRIAL_WRITES: usize = 64;
 
-/// The size (log2 of entries) of the match-finding tables for a dictionary of `dict_len`
-/// bytes at `level`, or `None` to keep the level's own.
-///
-/// Frames are single objects, so nearly every match is found in the dictionary, through the
-/// tables zstd builds for it. At levels up to 3 zstd sizes those tables for a stream of
-/// unknown length (2^17 and 2^16 entries, 768 KiB at level 3) whatever the dictionary's
-/// size, and each lookup into them is a likely cache miss once other work has run between
-/// two writes (an informer's updates). Tables of a quarter entry per dictionary byte (2^12
-/// entries each for the default 16 KiB) store a bench pod in 61–62 B (61 with level 3's
-/// tables) and took a third off the CPU spent compressing in E1C (profiles of three runs
-/// each). Higher levels, chosen for their ratio, keep their tables.
-fn match_table_log(dict_len: usize, level: i32) -> Option<u32> {
-    const MIN_LOG: u32 = 10;
-    const MAX_LOG: u32 = 16;
-    if level > 3 {
-        return None;
+/// Below this many samples a dictionary is trained on all of them and has no baseline (the
+/// drift detector measures one on the first window of writes).
+const MIN_SAMPLES_FOR_BASELINE: usize = 20;
+
+/// A dictionary trained on nine in ten of `samples`, and the compressed bytes per input byte
+/// it makes of the tenth it did not see: the baseline the drift detector compares later writes
+/// with, measured out of sample so that a dictionary which learned its samples by heart does
+/// not make every later write look drifted.
+fn train_measured<S: AsRef<[u8]>>(
+    samples: &[S],
+    size: usize,
+    level: i32,
+) -> Result<Measured, CodecError> {
+    let measure = samples.len() >= MIN_SAMPLES_FOR_BASELINE;
+    let held_out = |i: usize| measure && i.is_multiple_of(10);
+    let training: Vec<&[u8]> = samples
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !held_out(*i))
+        .map(|(_, s)| s.as_ref())
+        .collect();
+    let dict = Dictionary::train(&training, size)?;
+    if !measure {
+        return Ok((dict, None));
     }
-    let log = dict_len.max(1).next_power_of_two().trailing_zeros();
-    Some(log.saturating_sub(2).clamp(MIN_LOG, MAX_LOG))
+    let mut cctx = CCtx::try_create()
+        .ok_or_else(|| CodecError::Encode("cannot create a zstd context".into()))?;
+    dict.load(&mut cctx, level)?;
+    let (mut input, mut output) = (0usize, 0usize);
+    let mut frame = Vec::new();
+    for sample in samples.iter().step_by(10) {
+        let sample = sample.as_ref();
+        frame.clear();
+        frame.reserve(zstd_safe::compress_bound(sample.len()));
+        let n = cctx.compress2(&mut frame, sample).map_err(|code| {
+            CodecError::Encode(format!("zstd: {}", zstd_safe::get_error_name(code)))
+        })?;
+        (input, output) = (input + sample.len(), output + n);
+    }
+    Ok((dict, Some(output as f64 / input.max(1) as f64)))
 }
 
 /// A codec for objects of type `K`, type-erased so the indexer needs no serde bounds.
@@ -406,6 +575,7 @@ mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
+    use crate::cache::store::compact::drift;
     use crate::cache::test_util::pod;
 
     fn trained(format: Format) -> TypedCodec<Pod> {
@@ -420,16 +590,244 @@ mod tests {
         c
     }
 
+    /// A pod unlike `trained`'s samples: annotations and containers they never had, the same
+    /// in every such pod but for its index.
+    fn drifted(i: usize) -> Pod {
+        use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec};
+        let mut p = (*pod(&format!("team-{}", i % 5), &format!("worker-{i}"), &[])).clone();
+        p.metadata.annotations = Some(
+            [
+                ("deployment.kubernetes.io/revision", "17"),
+                (
+                    "checksum/config",
+                    "the configuration of the worker fleet, version three",
+                ),
+                (
+                    "owner",
+                    "platform-team@example.com, escalation through the pager rota",
+                ),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        );
+        p.spec = Some(PodSpec {
+            containers: vec![Container {
+                name: "worker".into(),
+                image: Some(format!("registry.example/fleet/worker:2.{}", i % 3)),
+                env: Some(
+                    ["QUEUE_URL", "LOG_LEVEL", "CACHE_DIRECTORY", "REGION"]
+                        .iter()
+                        .map(|n| EnvVar {
+                            name: (*n).into(),
+                            value: Some(format!("{}-value-for-{}", n.to_lowercase(), i % 2)),
+                            ..EnvVar::default()
+                        })
+                        .collect(),
+                ),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        });
+        p
+    }
+
+    fn trained_with(opts: CompactOptions) -> TypedCodec<Pod> {
+        let c = TypedCodec::<Pod>::new(&opts).unwrap();
+        let samples: Vec<Blob> = (0..300)
+            .map(|i| {
+                c.encode(&pod("ns", &format!("p-{i}"), &[("app", "x")]), "7")
+                    .unwrap()
+            })
+            .collect();
+        assert!(c.core().train(&samples));
+        c
+    }
+
     #[test]
-    fn match_tables_follow_the_dictionary_at_low_levels_only() {
-        assert_eq!(match_table_log(16 * 1024, 3), Some(12));
-        assert_eq!(match_table_log(16 * 1024, 1), Some(12));
-        // Rounded up to a power of two, within bounds.
-        assert_eq!(match_table_log(100 * 1024, 3), Some(15));
-        assert_eq!(match_table_log(1, 3), Some(10));
-        assert_eq!(match_table_log(64 << 20, 3), Some(16));
-        assert_eq!(match_table_log(16 * 1024, 4), None);
-        assert_eq!(match_table_log(16 * 1024, 19), None);
+    fn writes_that_drift_get_a_new_dictionary_and_every_blob_still_reads() {
+        let window = drift::MIN_WINDOW;
+        let c = trained_with(
+            CompactOptions::default()
+                .format(Format::Json)
+                .train_after(window),
+        );
+        // Like the samples: the baseline window and one more; no new dictionary.
+        let like: Vec<(Pod, Blob)> = (0..2 * window)
+            .map(|i| {
+                let p = (*pod("ns", &format!("q-{i}"), &[("app", "x")])).clone();
+                let b = c.encode(&p, "8").unwrap();
+                (p, b)
+            })
+            .collect();
+        assert_eq!(c.core().dictionaries(), 1);
+        // Two drifted windows, then the window collected as samples.
+        let first: Vec<(Pod, Blob)> = (0..3 * window)
+            .map(|i| {
+                let p = drifted(i);
+                let b = c.encode(&p, "9").unwrap();
+                (p, b)
+            })
+            .collect();
+        c.core().finish_training();
+        // The trial: the next quarter window still uses the first dictionary.
+        let encode = |range: std::ops::Range<usize>| -> Vec<(Pod, Blob)> {
+            range
+                .map(|i| {
+                    let p = drifted(i);
+                    let b = c.encode(&p, "9").unwrap();
+                    (p, b)
+                })
+                .collect()
+        };
+        let trial = encode(3 * window..3 * window + window / 4);
+        assert_eq!(c.core().dictionaries(), 2);
+        let later = encode(4 * window..5 * window);
+        assert!(first.iter().chain(&trial).all(|(_, b)| b[0] == TAG_ZSTD));
+        assert!(later.iter().all(|(_, b)| b[0] == TAG_ZSTD + 1));
+        let size = |blobs: &[(Pod, Blob)]| blobs.iter().map(|(_, b)| b.len()).sum::<usize>();
+        let (before, after) = (size(&first[..window]), size(&later));
+        assert!(
+            after * 10 < before * 8,
+            "the new dictionary stores drifted pods in {after} B, the old one in {before} B"
+        );
+        for (p, b) in like.iter().chain(&first).chain(&trial).chain(&later) {
+            assert_eq!(&c.decode(b).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn a_new_dictionary_that_does_no_better_is_not_kept() {
+        let window = drift::MIN_WINDOW;
+        // Its first dictionary promised more than the plain pods give (it was given the
+        // measured baseline of far smaller ones), so they look drifted; the dictionary
+        // trained on them does no better, so it is dropped and the baseline corrected.
+        let c = trained_with(
+            CompactOptions::default()
+                .format(Format::Json)
+                .train_after(window),
+        );
+        c.core().write.lock().drift.loaded(Some(0.01));
+        let plain = |i: usize| (*pod("ns", &format!("p-{}", 300 + i), &[("app", "x")])).clone();
+        for i in 0..3 * window {
+            c.encode(&plain(i), "8").unwrap();
+        }
+        c.core().finish_training();
+        for i in 0..window / 4 {
+            c.encode(&plain(i), "8").unwrap();
+        }
+        assert_eq!(c.core().dictionaries(), 1);
+        // Corrected: more plain pods train nothing.
+        for i in 0..4 * window {
+            let b = c.encode(&plain(i), "8").unwrap();
+            assert_eq!(b[0], TAG_ZSTD);
+        }
+        assert!(c.core().trainer.lock().is_none(), "a training started");
+        assert_eq!(c.core().dictionaries(), 1);
+    }
+
+    #[test]
+    fn without_retraining_drift_changes_nothing() {
+        let window = drift::MIN_WINDOW;
+        let c = trained_with(CompactOptions::default().train_after(window).retrain(false));
+        for i in 0..window {
+            c.encode(&pod("ns", &format!("q-{i}"), &[("app", "x")]), "8")
+                .unwrap();
+        }
+        for i in 0..4 * window {
+            let b = c.encode(&drifted(i), "9").unwrap();
+            assert_eq!(b[0], TAG_ZSTD);
+        }
+        c.core().finish_training();
+        assert_eq!(c.core().dictionaries(), 1);
+    }
+
+    /// Pod `i` like `trained`'s samples (kind `None`), or a drifted pod with an annotation
+    /// of `kind`'s own words (no two kinds share any).
+    fn of_kind(kind: Option<usize>, i: usize) -> Pod {
+        let Some(kind) = kind else {
+            return (*pod("ns", &format!("q-{i}"), &[("app", "x")])).clone();
+        };
+        let mut p = drifted(i);
+        let mut x = (kind as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let words: String = (0..40)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                format!("{:x} ", x % 0xfff_ffff)
+            })
+            .collect();
+        p.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert("kind-notes".into(), words);
+        p
+    }
+
+    #[test]
+    fn at_most_max_dictionaries_are_made() {
+        let window = drift::MIN_WINDOW;
+        let c = trained_with(
+            CompactOptions::default()
+                .format(Format::Json)
+                .train_after(window),
+        );
+        // Each round: a window of the last kind (whose dictionary is tried and kept), then
+        // windows of a new kind: two drifted ones and one of samples (the window after the
+        // trial may still hold pods of the last kind, so four).
+        let mut blobs = Vec::new();
+        for round in 0..MAX_DICTIONARIES + 2 {
+            for i in 0..5 * window {
+                let kind = if i < window {
+                    round.checked_sub(1)
+                } else {
+                    Some(round)
+                };
+                let p = of_kind(kind, i);
+                blobs.push((c.encode(&p, "1").unwrap(), p));
+            }
+            c.core().finish_training();
+            // The last round's dictionary is loaded by the next write.
+            assert_eq!(c.core().dictionaries(), round.min(MAX_DICTIONARIES - 1) + 1);
+        }
+        assert_eq!(c.core().dictionaries(), MAX_DICTIONARIES);
+        let tags: std::collections::BTreeSet<u8> = blobs.iter().map(|(b, _)| b[0]).collect();
+        assert_eq!(tags.len(), MAX_DICTIONARIES);
+        for (b, p) in &blobs {
+            assert_eq!(&c.decode(b).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn a_replaced_lazy_object_reads_from_its_own_dictionary_after_a_new_one() {
+        use crate::cache::Lazy;
+        let window = drift::MIN_WINDOW;
+        let c =
+            TypedCodec::<Lazy<Pod>>::new(&CompactOptions::default().train_after(window)).unwrap();
+        let lazy = |p: &Pod| Lazy::<Pod>::from_json(serde_json::to_string(p).unwrap()).unwrap();
+        let samples: Vec<Blob> = (0..300)
+            .map(|i| {
+                c.encode(&lazy(&pod("ns", &format!("p-{i}"), &[("app", "x")])), "7")
+                    .unwrap()
+            })
+            .collect();
+        assert!(c.core().train(&samples));
+        let mut first = Vec::new();
+        for i in 0..4 * window {
+            let p = of_kind((i >= window).then_some(1), i);
+            first.push((c.encode(&lazy(&p), "1").unwrap(), p));
+        }
+        c.core().finish_training();
+        for i in 0..window / 4 {
+            c.encode(&lazy(&of_kind(Some(1), i)), "2").unwrap();
+        }
+        assert_eq!(c.core().dictionaries(), 2);
+        for (b, p) in first.iter().step_by(97) {
+            let later = c.decode_later("ns/x", b).expect("a Lazy");
+            assert_eq!(kube_core::Resource::meta(&later).name, p.metadata.name);
+            assert_eq!(&*later.object().unwrap(), p);
+        }
     }
 
     #[test]

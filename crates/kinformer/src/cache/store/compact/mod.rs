@@ -7,15 +7,21 @@
 //! encoding of one object ("blob") is a tag byte, the object's resourceVersion (a length byte
 //! and its bytes; length 255: too long, not kept), then the payload:
 //! - tag `0`: the serialized object, uncompressed (before a dictionary exists);
-//! - tag `1`: the serialized object compressed with zstd and the indexer's dictionary.
+//! - tag `1 + g`: the serialized object compressed with zstd and the indexer's dictionary
+//!   number `g` (`0` the first one).
 //!
 //! The resourceVersion beside the bytes tells an update from a sync without decoding the
 //! replaced object; with `Lazy<K>` objects the replaced object handed to handlers as `old`
 //! stays in its blob, decompressed (and its metadata parsed) only if read.
 //!
-//! The dictionary is trained once, from the first [`CompactOptions::train_after`] stored
+//! The first dictionary is trained from the first [`CompactOptions::train_after`] stored
 //! objects (or given up front with [`CompactOptions::dictionary`]); the objects stored before
-//! it exists are then re-encoded with it. Every compressed blob carries a zstd checksum, so
+//! it exists are then re-encoded with it. When later writes no longer compress as well with it
+//! (new annotations, images, workloads), a new dictionary is trained on a window of them, on a
+//! thread of its own, and compresses the writes after it if it stores them clearly smaller;
+//! stored objects keep the dictionary they were written with ([`CompactOptions::retrain`], at
+//! most eight dictionaries). Every
+//! compressed blob carries a zstd checksum, so
 //! corrupt stored bytes are reported as [`IndexerError::Decode`](super::IndexerError::Decode)
 //! rather than read back as a different object.
 //!
@@ -58,8 +64,10 @@
 mod backend;
 mod codec;
 mod dictionary;
+mod drift;
 mod hot;
 mod options;
+mod trial;
 
 pub(crate) use backend::{CompactBackend, decode_arc};
 pub(crate) use codec::{Blob, ObjectCodec, TypedCodec};
