@@ -49,7 +49,10 @@
 //!   reports it (not a BENCHMARKS.md metric): the fetched body plus the decoded pods.
 //! - `stored_bytes_per_pod` (kinformer rows with compact storage only): the store's payload
 //!   bytes per pod at sync (`ReadOnlyIndexer::compact_stored_bytes`), before the updates add
-//!   the bench's annotation.
+//!   the bench's annotation; `stored_bytes_per_pod_updated` the same after both rounds of
+//!   updates (every pod updated at least once, carrying the annotation the dictionary trained
+//!   at sync has not seen; see `CompactOptions::retrain`), and `dictionaries` the number of
+//!   dictionaries the store made by then.
 //!
 //! # Diagnostics
 //!
@@ -619,13 +622,15 @@ where
     Ok((
         synced_ms,
         task,
-        Some(Box::new(move || cache.compact_stored_bytes())),
+        Some(Box::new(move || {
+            (cache.compact_stored_bytes(), cache.compact_dictionaries())
+        })),
     ))
 }
 
-/// The bytes a kinformer informer's compact store holds (`0` for typed storage; `None` for
-/// kube-runtime).
-type StoredBytes = Option<Box<dyn Fn() -> usize + Send>>;
+/// The bytes a kinformer informer's compact store holds and the dictionaries it made (`0`
+/// for typed storage; `None` for kube-runtime).
+type StoredBytes = Option<Box<dyn Fn() -> (usize, usize) + Send>>;
 
 async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
     let encode = if peer.protobuf() {
@@ -699,11 +704,15 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
         }
     };
 
-    // Compact storage only: its payload bytes per pod as listed (the updates below add the
-    // bench's own annotation, which the dictionary trained on the list has not seen).
-    let stored_per_pod = stored_bytes
-        .map(|bytes| bytes() as f64 / PODS as f64)
-        .filter(|b| *b > 0.0);
+    // Compact storage only: its payload bytes per pod as listed, and after the updates (which
+    // add the bench's own annotation, which the dictionary trained on the list has not seen).
+    let per_pod = |bytes: &StoredBytes| {
+        bytes
+            .as_ref()
+            .map(|bytes| (bytes().0 as f64 / PODS as f64, bytes().1 as f64))
+            .filter(|(b, _)| *b > 0.0)
+    };
+    let stored_per_pod = per_pod(&stored_bytes);
     if std::env::var_os("KINFORMER_BENCH_TRACE").is_some() {
         eprintln!(
             "E1: peak RSS at sync {:.1} MiB, CPU time at sync {:.0} ms",
@@ -719,6 +728,7 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
     progress.next_round(paced);
     update_round(&mut server, &progress, paced, Some(per_s)).await?;
     let (paced_p50, paced_p99) = progress.percentiles();
+    let stored_after = per_pod(&stored_bytes);
     cancel.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(30), task).await;
     let mut metrics: Metrics = vec![
@@ -730,8 +740,10 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
         ("paced_p50_delivery_ms".into(), paced_p50),
         ("paced_p99_delivery_ms".into(), paced_p99),
     ];
-    if let Some(b) = stored_per_pod {
+    if let (Some((b, _)), Some((after, dictionaries))) = (stored_per_pod, stored_after) {
         metrics.push(("stored_bytes_per_pod".into(), b));
+        metrics.push(("stored_bytes_per_pod_updated".into(), after));
+        metrics.push(("dictionaries".into(), dictionaries));
     }
     Ok(metrics)
 }
