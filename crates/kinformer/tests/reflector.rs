@@ -50,11 +50,16 @@ enum Op {
     Replace(Vec<String>, String),
     Resync,
     Bookmark(String),
+    Page(Vec<String>),
+    SizeHint(usize),
+    FinishPaged(String),
 }
 
 #[derive(Debug, Default)]
 struct Recorder {
     ops: Mutex<Vec<Op>>,
+    /// Takes lists page by page (as the delta queues take their first one).
+    paged: bool,
 }
 
 fn name(o: &ConfigMap) -> String {
@@ -87,6 +92,21 @@ impl ReflectorSink<ConfigMap> for Recorder {
     }
     fn bookmark(&self, rv: &str) -> Result<(), CacheError> {
         self.ops.lock().push(Op::Bookmark(rv.to_owned()));
+        Ok(())
+    }
+    fn begin_paged_replace(&self) -> bool {
+        self.paged
+    }
+    fn replace_page(&self, objs: Vec<Arc<ConfigMap>>) -> Result<(), CacheError> {
+        let names = objs.iter().map(|o| name(o)).collect();
+        self.ops.lock().push(Op::Page(names));
+        Ok(())
+    }
+    fn list_size_hint(&self, objects: usize) {
+        self.ops.lock().push(Op::SizeHint(objects));
+    }
+    fn finish_paged_replace(&self, rv: &str) -> Result<(), CacheError> {
+        self.ops.lock().push(Op::FinishPaged(rv.to_owned()));
         Ok(())
     }
 }
@@ -365,6 +385,53 @@ async fn explicit_page_size_wins() {
     let limits: Vec<_> = lw.list_calls().iter().map(|c| c.limit).collect();
     assert_eq!(limits, [Some(2), Some(2), Some(2)]);
     r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paged_list_tells_the_sink_its_size_once_from_the_first_page() {
+    let lw = FakeListerWatcher::new();
+    for i in 0..5 {
+        lw.add(cm(&format!("cm-{i}"))).unwrap();
+    }
+    let sink = Arc::new(Recorder {
+        paged: true,
+        ..Recorder::default()
+    });
+    let options = ReflectorOptions {
+        page_size: Some(2),
+        ..list_watch_options()
+    };
+    let reflector = Arc::new(Reflector::new(
+        lw.clone(),
+        sink.clone() as Arc<dyn ReflectorSink<ConfigMap>>,
+        options,
+    ));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (r, c) = (reflector.clone(), cancel.clone());
+        async move { r.run(c).await }
+    });
+    eventually("watch", || lw.watch_calls().len() == 1).await;
+    let ops = sink.ops();
+    // 2 items on the first page and 3 remaining: one hint of 5, before any page is handed
+    // over (the first page waits while the second is fetched).
+    assert_eq!(
+        ops.iter().filter(|o| matches!(o, Op::SizeHint(_))).count(),
+        1,
+        "{ops:?}"
+    );
+    assert_eq!(ops[0], Op::SizeHint(5), "{ops:?}");
+    let pages: Vec<usize> = ops
+        .iter()
+        .filter_map(|o| match o {
+            Op::Page(names) => Some(names.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pages, [2, 2, 1]);
+    assert!(matches!(ops.last(), Some(Op::FinishPaged(_))), "{ops:?}");
+    cancel.cancel();
+    task.await.unwrap().unwrap();
 }
 
 #[tokio::test(start_paused = true)]

@@ -76,6 +76,12 @@ impl<K: Resource + Send + Sync + 'static> DeltaConsumer<K> {
         }
     }
 
+    /// Makes room in the indexer for a list of `total` objects (a hint, see
+    /// [`ReflectorSink::list_size_hint`](crate::cache::fifo::ReflectorSink::list_size_hint)).
+    pub(crate) fn reserve(&self, total: usize) {
+        self.indexer.reserve(total);
+    }
+
     /// Applies `popped` and distributes its notifications (one buffer lock and at most one
     /// wake-up per listener for the batch). With `offer`, non-blocking handlers may be
     /// delivered to on this task: the listeners to help are returned, to be helped once no

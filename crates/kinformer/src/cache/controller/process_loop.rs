@@ -60,6 +60,12 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for SyncingSink<K> {
     fn replace_page(&self, objs: Vec<Arc<K>>) -> Result<(), CacheError> {
         self.written(self.queue.replace_page(objs))
     }
+    fn list_size_hint(&self, objects: usize) {
+        // The queue holds a page or two; the consumer's indexer takes them all.
+        if let Some(consumer) = &self.consumer {
+            consumer.reserve(objects);
+        }
+    }
     fn room_for_page(
         &self,
         limit: usize,

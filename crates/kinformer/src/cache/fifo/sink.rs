@@ -43,6 +43,12 @@ pub trait ReflectorSink<K>: Send + Sync + 'static {
         drop(objs);
         Err(CacheError::NoPagedReplace)
     }
+    /// A hint during a paged replace: the list holds about `objects` objects in all (the
+    /// server's `remainingItemCount` plus what came before it), so a store may make room for
+    /// them at once. Ignored by default.
+    fn list_size_hint(&self, objects: usize) {
+        let _ = objects;
+    }
     /// Resolves once fewer than `limit` objects of the paged replace wait to be consumed (at
     /// once by default), so that the reflector fetches and decodes the next page only when
     /// the consumer is nearly done with the previous ones. The informer's sink waits on its

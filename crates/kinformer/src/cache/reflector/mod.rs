@@ -672,8 +672,15 @@ where
                 Ok(None) => break,
                 Err(e) => return self.list_failed(e),
             };
+            let remaining = list.remaining_item_count;
             let items = self.named_items(list);
             count += items.len();
+            // The first page (of this attempt) says how large the list is.
+            if count == items.len()
+                && let Some(remaining) = remaining.and_then(|r| usize::try_from(r).ok())
+            {
+                self.sink.list_size_hint(count.saturating_add(remaining));
+            }
             held = Some(items);
         }
         // The last page went over with the call that found the list complete; hand over

@@ -48,6 +48,12 @@ impl<K, B: Backend<K>> Core<K, B> {
     pub(super) fn len(&self) -> usize {
         self.state.read().tables.items.len()
     }
+
+    /// Makes room for `total` objects in all (see `Tables::reserve`).
+    pub(super) fn reserve(&self, total: usize) {
+        let _writer = self.writer.lock();
+        self.state.write().tables.reserve(total);
+    }
 }
 
 impl<K: Resource, B: Backend<K>> Core<K, B>

@@ -238,6 +238,13 @@ impl<K> Indexer<K> {
         dispatch!(&self.mode, c => c.len())
     }
 
+    /// Makes room for `total` objects in all, at most about a million: an informer calls it
+    /// when the first page of its initial list says how many objects the list holds, so the
+    /// item map is not rehashed again and again while the list fills it.
+    pub(crate) fn reserve(&self, total: usize) {
+        dispatch!(&self.mode, c => c.reserve(total))
+    }
+
     /// True when nothing is stored.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -39,6 +39,9 @@ pub(super) struct Item<V> {
     pub(super) ids: ValueIds,
 }
 
+/// The most items [`Tables::reserve`] makes room for at once.
+const MAX_RESERVED_ITEMS: usize = 1 << 20;
+
 /// The item map and the indices of one storage; `V` is what is stored per object.
 pub(super) struct Tables<V: Stored> {
     pub(super) items: FastMap<ObjectKey, Item<V>>,
@@ -52,6 +55,17 @@ impl<V: Stored> Tables<V> {
         Tables {
             items: FastMap::with_capacity_and_hasher(capacity, FastState::default()),
             indices: empty_indices(indices),
+        }
+    }
+
+    /// Makes room for `total` items in all, so that filling the map up to that many does not
+    /// grow it step by step (each step rehashes every item, on the writer's path). At most
+    /// [`MAX_RESERVED_ITEMS`]: the number usually comes from the server
+    /// (`remainingItemCount`); a larger or failed reservation leaves the map to grow as usual.
+    pub(super) fn reserve(&mut self, total: usize) {
+        let wanted = total.min(MAX_RESERVED_ITEMS);
+        if wanted > self.items.capacity() {
+            let _ = self.items.try_reserve(wanted - self.items.len());
         }
     }
 
@@ -209,5 +223,20 @@ mod tests {
         let mut one = vec![String::from("a")];
         dedup_from(&mut one, 0);
         assert_eq!(one, ["a"]);
+    }
+
+    #[test]
+    fn reserve_makes_room_up_to_a_bound_and_never_shrinks() {
+        let mut t: Tables<Arc<String>> = Tables::new(0, 0);
+        t.reserve(1_000);
+        assert!(t.items.capacity() >= 1_000);
+        let before = t.items.capacity();
+        t.reserve(10);
+        assert_eq!(t.items.capacity(), before);
+        // A count no server would send is not taken at its word.
+        let mut huge: Tables<Arc<String>> = Tables::new(0, 0);
+        huge.reserve(usize::MAX);
+        assert!(huge.items.capacity() >= MAX_RESERVED_ITEMS);
+        assert!(huge.items.capacity() < 2 * MAX_RESERVED_ITEMS);
     }
 }
