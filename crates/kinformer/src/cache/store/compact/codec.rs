@@ -774,11 +774,13 @@ mod tests {
                 .train_after(window),
         );
         // Each round: a window of the last kind (whose dictionary is tried and kept), then
-        // windows of a new kind: two drifted ones and one of samples (the window after the
-        // trial may still hold pods of the last kind, so four).
+        // pods of a new kind until a training for them starts (two drifted windows and one
+        // of samples, give or take the windows' alignment) — at once waited for, so that its
+        // trial is always in the next round, however quick the training thread is.
         let mut blobs = Vec::new();
         for round in 0..MAX_DICTIONARIES + 2 {
-            for i in 0..5 * window {
+            let mut started = false;
+            for i in 0..8 * window {
                 let kind = if i < window {
                     round.checked_sub(1)
                 } else {
@@ -786,10 +788,16 @@ mod tests {
                 };
                 let p = of_kind(kind, i);
                 blobs.push((c.encode(&p, "1").unwrap(), p));
+                if c.core().trainer.lock().is_some() {
+                    started = true;
+                    break;
+                }
             }
             c.core().finish_training();
-            // The last round's dictionary is loaded by the next write.
+            // The last round's dictionary was kept in this round's first window; this
+            // round's is loaded by the next write. None is trained once there are eight.
             assert_eq!(c.core().dictionaries(), round.min(MAX_DICTIONARIES - 1) + 1);
+            assert_eq!(started, round + 1 < MAX_DICTIONARIES, "round {round}");
         }
         assert_eq!(c.core().dictionaries(), MAX_DICTIONARIES);
         let tags: std::collections::BTreeSet<u8> = blobs.iter().map(|(b, _)| b[0]).collect();
