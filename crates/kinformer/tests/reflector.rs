@@ -189,7 +189,17 @@ fn start<L: ListerWatcher<ConfigMap>>(
     options: ReflectorOptions,
     backoff: Option<Box<dyn BackoffManager>>,
 ) -> Running<L> {
-    let sink = Arc::new(Recorder::default());
+    start_with(lw, Recorder::default(), options, backoff)
+}
+
+/// [`start`] with the given recorder.
+fn start_with<L: ListerWatcher<ConfigMap>>(
+    lw: L,
+    sink: Recorder,
+    options: ReflectorOptions,
+    backoff: Option<Box<dyn BackoffManager>>,
+) -> Running<L> {
+    let sink = Arc::new(sink);
     let errors: Arc<Mutex<Vec<String>>> = Arc::default();
     let mut r = Reflector::new(
         lw,
@@ -393,26 +403,17 @@ async fn a_paged_list_tells_the_sink_its_size_once_from_the_first_page() {
     for i in 0..5 {
         lw.add(cm(&format!("cm-{i}"))).unwrap();
     }
-    let sink = Arc::new(Recorder {
+    let paged = Recorder {
         paged: true,
         ..Recorder::default()
-    });
+    };
     let options = ReflectorOptions {
         page_size: Some(2),
         ..list_watch_options()
     };
-    let reflector = Arc::new(Reflector::new(
-        lw.clone(),
-        sink.clone() as Arc<dyn ReflectorSink<ConfigMap>>,
-        options,
-    ));
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (r, c) = (reflector.clone(), cancel.clone());
-        async move { r.run(c).await }
-    });
+    let r = start_with(lw.clone(), paged, options, None);
     eventually("watch", || lw.watch_calls().len() == 1).await;
-    let ops = sink.ops();
+    let ops = r.sink.ops();
     // 2 items on the first page and 3 remaining: one hint of 5, before any page is handed
     // over (the first page waits while the second is fetched).
     assert_eq!(
@@ -430,8 +431,7 @@ async fn a_paged_list_tells_the_sink_its_size_once_from_the_first_page() {
         .collect();
     assert_eq!(pages, [2, 2, 1]);
     assert!(matches!(ops.last(), Some(Op::FinishPaged(_))), "{ops:?}");
-    cancel.cancel();
-    task.await.unwrap().unwrap();
+    r.stop().await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -49,9 +49,9 @@ impl<K, B: Backend<K>> Core<K, B> {
         self.state.read().tables.items.len()
     }
 
-    /// Makes room for `total` objects in all (see `Tables::reserve`).
+    /// Makes room for `total` objects in all (see `Tables::reserve`); changes no content, so
+    /// it does not wait for the writer lock.
     pub(super) fn reserve(&self, total: usize) {
-        let _writer = self.writer.lock();
         self.state.write().tables.reserve(total);
     }
 }
