@@ -1,6 +1,7 @@
 //! The paged list of the kube source over HTTP with the next page's request started before a
 //! page is decoded ([`ListerWatcher::list_prefetching`]): the same pages as listing them one
-//! by one, the next request reaching the server while a page is being decoded, the pager's
+//! by one, the next request reaching the server while a page is being decoded, the next page
+//! decoded at the same time on a multi-thread runtime, the pager's
 //! fallbacks and errors unchanged, and nothing left running when the pager is dropped.
 //!
 //! The server runs on a runtime of its own (a thread), so that it serves while a test blocks
@@ -8,8 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] functions
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -209,25 +210,48 @@ async fn prefetched_pages_are_the_pages_listed_one_by_one() {
     assert_eq!(all, names);
 }
 
-/// A config map whose decoding, for the one named `gate`, waits for [`GATE`] to open.
+/// A config map whose decoding, for the one named `gate`, waits for the gate of its
+/// namespace (in [`GATES`]) to open; decoding the one named `opener` opens the gate its
+/// namespace has in [`OPENERS`].
 #[derive(Debug, Clone)]
 struct Gated(ConfigMap);
 
-/// What the decoding of `gate` waits for, and whether it opened in time.
-static GATE: Mutex<Option<std::sync::mpsc::Receiver<String>>> = Mutex::new(None);
-static GATE_OPENED: AtomicBool = AtomicBool::new(false);
+/// Per namespace: what the decoding of `gate` waits for.
+static GATES: Mutex<BTreeMap<String, std::sync::mpsc::Receiver<String>>> =
+    Mutex::new(BTreeMap::new());
+/// Per namespace: whether the gate opened in time.
+static OPENED: Mutex<BTreeMap<String, bool>> = Mutex::new(BTreeMap::new());
+/// Per namespace: what the decoding of `opener` sends to.
+static OPENERS: Mutex<BTreeMap<String, std::sync::mpsc::Sender<String>>> =
+    Mutex::new(BTreeMap::new());
 
 impl<'de> Deserialize<'de> for Gated {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let cm = ConfigMap::deserialize(d)?;
-        if cm.metadata.name.as_deref() == Some("gate")
-            && let Some(gate) = GATE.lock().take()
-        {
-            // Blocks the decoding (and its thread) until the gate opens.
-            GATE_OPENED.store(gate.recv_timeout(PATIENCE).is_ok(), Ordering::SeqCst);
+        let namespace = cm.metadata.namespace.clone().unwrap_or_default();
+        match cm.metadata.name.as_deref() {
+            Some("gate") => {
+                let gate = GATES.lock().remove(&namespace);
+                if let Some(gate) = gate {
+                    // Blocks the decoding (and its thread) until the gate opens.
+                    let opened = gate.recv_timeout(PATIENCE).is_ok();
+                    OPENED.lock().insert(namespace, opened);
+                }
+            }
+            Some("opener") => {
+                if let Some(opener) = OPENERS.lock().remove(&namespace) {
+                    let _ = opener.send("decoded".into());
+                }
+            }
+            _ => {}
         }
         Ok(Gated(cm))
     }
+}
+
+/// Whether the gate of `namespace` opened in time.
+fn opened(namespace: &str) -> bool {
+    OPENED.lock().get(namespace).copied().unwrap_or(false)
 }
 
 impl k8s_openapi::Resource for Gated {
@@ -263,9 +287,10 @@ async fn the_next_request_arrives_while_the_page_is_decoded(
         ["a-0", "a-1", "gate", "z-0", "z-1"].map(String::from),
     );
     let continued = format!("/namespaces/{namespace}/configmaps?");
-    *GATE.lock() =
-        Some(server.on_request(move |r| r.contains(&continued) && r.contains("continue=")));
-    GATE_OPENED.store(false, Ordering::SeqCst);
+    GATES.lock().insert(
+        namespace.to_string(),
+        server.on_request(move |r| r.contains(&continued) && r.contains("continue=")),
+    );
     let client = Client::try_from(server.config.clone()).unwrap();
     let lw = KubeListerWatcher::new(Api::<Gated>::namespaced(client, namespace)).with_wire(wire);
     let mut pages = ListPager::new(3).pages(&lw, ListOptions::default());
@@ -274,7 +299,7 @@ async fn the_next_request_arrives_while_the_page_is_decoded(
     };
     assert_eq!(names(&first), ["a-0", "a-1", "gate"]);
     assert!(
-        GATE_OPENED.load(Ordering::SeqCst),
+        opened(namespace),
         "{namespace}: page 2 was requested while page 1 was decoded"
     );
     let Ok(Some(Page::Items(second))) = pages.next().await else {
@@ -319,6 +344,64 @@ fn the_next_request_reaches_the_server_while_a_page_is_decoded() {
                 }))
                 .unwrap();
         }
+    }
+}
+
+/// Page 1 of `namespace` holds `gate`, whose decoding waits until `opener`, on page 2, has
+/// been decoded: the two pages are decoded at the same time.
+async fn the_next_page_is_decoded_while_the_page_is_decoded(
+    server: &OwnServer,
+    namespace: &str,
+    wire: Wire,
+) {
+    server.seed(
+        namespace,
+        ["a-0", "a-1", "gate", "m-0", "m-1", "opener", "z-0"].map(String::from),
+    );
+    let (opener, gate) = std::sync::mpsc::channel();
+    GATES.lock().insert(namespace.to_string(), gate);
+    OPENERS.lock().insert(namespace.to_string(), opener);
+    let client = Client::try_from(server.config.clone()).unwrap();
+    let lw = KubeListerWatcher::new(Api::<Gated>::namespaced(client, namespace)).with_wire(wire);
+    let mut pages = ListPager::new(3).pages(&lw, ListOptions::default());
+    let mut got = Vec::new();
+    while let Some(page) = pages.next().await.unwrap() {
+        let Page::Items(list) = page else {
+            panic!("unexpected restart");
+        };
+        got.push(names(&list));
+    }
+    assert!(
+        opened(namespace),
+        "{namespace}: page 2 was decoded while page 1 was"
+    );
+    assert_eq!(
+        got,
+        [
+            vec!["a-0", "a-1", "gate"],
+            vec!["m-0", "m-1", "opener"],
+            vec!["z-0"]
+        ]
+    );
+    assert_eq!(
+        server.lists(namespace).len(),
+        3,
+        "{namespace}: one request a page"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_two_workers_two_pages_are_decoded_at_once() {
+    let server = Arc::new(OwnServer::start());
+    for wire in [Wire::Json, Wire::Protobuf] {
+        let namespace = format!("two-at-once-{wire:?}").to_lowercase();
+        let server = Arc::clone(&server);
+        // On a task, as a reflector lists.
+        tokio::spawn(async move {
+            the_next_page_is_decoded_while_the_page_is_decoded(&server, &namespace, wire).await;
+        })
+        .await
+        .unwrap();
     }
 }
 

@@ -26,7 +26,10 @@
 //! continue token is read from the list's metadata without decoding the items (in JSON, when
 //! `metadata` comes before `items`, as API servers write it; in protobuf, `ListMeta` is field
 //! 1), the request for the next page is started on a task of its own, and the page is decoded
-//! while the server works on the next one.
+//! while the server works on the next one. That task also decodes the next page, at the same
+//! time as the caller decodes this one (and only starts the request for the page after it,
+//! which the caller decodes in turn): on a multi-thread runtime a paged list decodes on two
+//! cores, at most one page ahead of the caller.
 //!
 //! Retry-After comes from the status body's `details.retryAfterSeconds`: kube does not expose
 //! response headers; the API server sets both to the same value.
@@ -402,21 +405,41 @@ impl<K> KubeListerWatcher<K>
 where
     K: Resource + DeserializeOwned + Send + Sync + 'static,
 {
-    /// The page listed with `options`, whose body is `body`; the request for the next page
-    /// is started (on a task of its own) before the page is decoded, if its continue token is
-    /// found without decoding it.
+    /// The page listed with `options`, whose body is `body`, decoded where this future runs;
+    /// the request for the next page is started (on a task of its own) before the page is
+    /// decoded, if its continue token is found without decoding it.
+    ///
+    /// Pages are decoded two at a time, alternately on the caller's task and on the task of
+    /// the next page's request: while the caller decodes a page, the next page's task fetches
+    /// and decodes that page (and only starts the request for the page after it, which the
+    /// caller decodes in turn). So a paged list decodes on two cores, at most one page ahead
+    /// of the caller, where decoding on the caller alone would bound it.
     fn prefetching(
         self,
         options: ListOptions,
         body: ListBody,
+        decoded_by: DecodedBy,
     ) -> BoxFuture<'static, Result<PrefetchedPage<K>, ListWatchError>> {
         async move {
             let next = match body.continue_token() {
                 Some(token) => {
                     let options = options.next_page(&token);
                     let fetch = self.fetch_list(&options);
-                    let then = move |body| async move { self.prefetching(options, body?).await };
-                    Some(NextPage::start(token, fetch, then).await)
+                    Some(match decoded_by {
+                        DecodedBy::Caller => {
+                            let lw = self.clone();
+                            let fetch = async move {
+                                lw.prefetching(options, fetch.await?, DecodedBy::Task).await
+                            };
+                            NextPage::start(token, fetch, std::future::ready).await
+                        }
+                        DecodedBy::Task => {
+                            let then = move |body: Result<ListBody, ListWatchError>| async move {
+                                self.prefetching(options, body?, DecodedBy::Caller).await
+                            };
+                            NextPage::start(token, fetch, then).await
+                        }
+                    })
                 }
                 None => None,
             };
@@ -427,6 +450,15 @@ where
         }
         .boxed()
     }
+}
+
+/// Where a list page is decoded (see [`KubeListerWatcher::prefetching`]).
+#[derive(Debug, Clone, Copy)]
+enum DecodedBy {
+    /// The task that asked for the page.
+    Caller,
+    /// The task that fetched it, started by the page before.
+    Task,
 }
 
 /// Records in a request's future what its answer says about the server.
@@ -491,7 +523,10 @@ where
     ) -> impl Future<Output = Result<PrefetchedPage<K>, ListWatchError>> + Send {
         let fetch = self.fetch_list(options);
         let (lw, options) = (self.clone(), options.clone());
-        async move { lw.prefetching(options, fetch.await?).await }
+        async move {
+            lw.prefetching(options, fetch.await?, DecodedBy::Caller)
+                .await
+        }
     }
 
     fn watch(
