@@ -6,7 +6,8 @@
 //! decoded in full, then re-encoded), E1-kube-runtime (kube-runtime's `watcher` +
 //! `reflector` on the same work), L0 (decoding the served list with serde_json), L0-fast (the
 //! same with sonic-rs, the decoder of kinformer's `fast-json` feature), L0P (decoding it from
-//! protobuf), F0 (fetching every page of the list without decoding: the floor over
+//! protobuf as the kube source decodes a list that comes in one body: on up to 4 threads),
+//! L0P-1 (the same decode on one thread), F0 (fetching every page of the list without decoding: the floor over
 //! HTTP), and E1R / E1R-kube-runtime (E1C and kube-runtime with 100,000 realistic pods).
 //!
 //! # The server process
@@ -124,6 +125,7 @@ pub(crate) const GROUP: Group = Group {
         "L0",
         "L0-fast",
         "L0P",
+        "L0P-1",
         "F0",
         "E1R",
         "E1R-kube-runtime",
@@ -157,7 +159,8 @@ fn run(workload: &str) -> Result<Metrics, BenchError> {
         "E1R-kube-runtime" => block_on("E1R-kube-runtime", e1(Peer::KubeRuntime, true)),
         "L0" => block_on("L0", l0(JsonDecoder::SerdeJson)),
         "L0-fast" => block_on("L0-fast", l0(JsonDecoder::SonicRs)),
-        "L0P" => block_on("L0P", l0p()),
+        "L0P" => block_on("L0P", l0p(ProtobufDecode::Library)),
+        "L0P-1" => block_on("L0P-1", l0p(ProtobufDecode::OneThread)),
         "F0" => block_on("F0", f0()),
         other => Err(BenchError::UnknownWorkload(other.to_string())),
     }
@@ -906,7 +909,17 @@ async fn l0(decoder: JsonDecoder) -> Result<Metrics, String> {
     ])
 }
 
-async fn l0p() -> Result<Metrics, String> {
+/// How L0P decodes the list.
+#[derive(Debug, Clone, Copy)]
+enum ProtobufDecode {
+    /// `kinformer::kube::decode_protobuf_list`, as the kube source decodes a list body (a body
+    /// this large on up to 4 threads).
+    Library,
+    /// Item by item on this thread.
+    OneThread,
+}
+
+async fn l0p(decode: ProtobufDecode) -> Result<Metrics, String> {
     let server = ServerProcess::spawn(PODS, false, Encode::JsonAndProtobuf)?;
     let client = server.client()?;
     let request = http::Request::get("/api/v1/pods")
@@ -942,15 +955,29 @@ async fn l0p() -> Result<Metrics, String> {
         return Err("no protobuf schema for pods".into());
     }
     let start = Instant::now();
-    let list = kinformer_protobuf::List::parse(&body).map_err(|e| format!("decoding: {e}"))?;
-    // A protobuf list says how many items it holds: the pods' vector is allocated once.
-    let mut pods = Vec::with_capacity(list.len());
-    for item in list.items() {
-        pods.push(
-            item.decode_owned::<Pod>()
-                .map_err(|e| format!("decoding: {e}"))?,
-        );
-    }
+    let pods: Vec<Arc<Pod>> = match decode {
+        ProtobufDecode::Library => {
+            let list = kinformer::kube::decode_protobuf_list::<Pod>(&body)
+                .map_err(|e| format!("decoding: {e}"))?;
+            if let Some(e) = list.undecodable.first() {
+                return Err(format!("decoding: {e}"));
+            }
+            list.items
+        }
+        ProtobufDecode::OneThread => {
+            let list =
+                kinformer_protobuf::List::parse(&body).map_err(|e| format!("decoding: {e}"))?;
+            // A protobuf list says how many items it holds: the pods' vector is allocated once.
+            let mut pods = Vec::with_capacity(list.len());
+            for item in list.items() {
+                pods.push(Arc::new(
+                    item.decode_owned::<Pod>()
+                        .map_err(|e| format!("decoding: {e}"))?,
+                ));
+            }
+            pods
+        }
+    };
     let secs = start.elapsed().as_secs_f64();
     if pods.len() != PODS {
         return Err(format!("{} pods decoded, expected {PODS}", pods.len()));

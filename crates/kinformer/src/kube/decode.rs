@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
+use super::split_decode::{self, MIN_SPLIT_BYTES};
 use crate::cache::listwatch::{
     ApiStatus, Bookmark, DecodeError, ListWatchError, ObjectList, StatusCause, WatchEvent,
 };
@@ -217,16 +218,22 @@ fn decode_object<K: DeserializeOwned>(decoder: JsonDecoder, raw: &str) -> Result
 ///
 /// # Errors
 /// [`ListWatchError::Decode`] when the body itself is not a list.
-pub fn decode_list<K: DeserializeOwned>(body: &str) -> Result<ObjectList<K>, ListWatchError> {
+pub fn decode_list<K: DeserializeOwned + Send + Sync>(
+    body: &str,
+) -> Result<ObjectList<K>, ListWatchError> {
     decode_list_with(JsonDecoder::DEFAULT, body)
 }
 
 /// [`decode_list`] with a given decoder: in one pass when every item decodes (typed
-/// objects), else item by item.
-pub(crate) fn decode_list_with<K: DeserializeOwned>(
+/// objects), else item by item; a body of at least [`MIN_SPLIT_BYTES`] item by item on
+/// several threads (see [`split_decode`](super::split_decode)).
+pub(crate) fn decode_list_with<K: DeserializeOwned + Send + Sync>(
     decoder: JsonDecoder,
     body: &str,
 ) -> Result<ObjectList<K>, ListWatchError> {
+    if body.len() >= MIN_SPLIT_BYTES {
+        return list_item_by_item(decoder, body);
+    }
     match whole_list(decoder, body) {
         Some(list) => Ok(list),
         None => list_item_by_item(decoder, body),
@@ -299,7 +306,7 @@ impl<'de, K: DeserializeOwned> Deserialize<'de> for Items<K> {
 
 /// Every item cut out of the list as raw JSON, then decoded on its own: an item that does
 /// not decode goes to [`ObjectList::undecodable`], named if it has a name.
-fn list_item_by_item<K: DeserializeOwned>(
+fn list_item_by_item<K: DeserializeOwned + Send + Sync>(
     decoder: JsonDecoder,
     body: &str,
 ) -> Result<ObjectList<K>, ListWatchError> {
@@ -308,9 +315,12 @@ fn list_item_by_item<K: DeserializeOwned>(
         .map_err(|e| DecodeError::new(format!("list response is not a list: {e}")))?;
     let mut list = object_list(metadata);
     list.items.reserve(items.len());
-    for item in items {
-        match decode_object::<K>(decoder, &item) {
-            Ok(o) => list.items.push(Arc::new(o)),
+    let decoded = split_decode::decode_items(&items, |item| {
+        decode_object::<K>(decoder, item).map(Arc::new)
+    });
+    for item in decoded {
+        match item {
+            Ok(o) => list.items.push(o),
             Err(e) => list.undecodable.push(e),
         }
     }
@@ -451,6 +461,7 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use kube_core::Resource;
+    use serde_json::json;
 
     use super::*;
     use crate::cache::Lazy;
@@ -544,6 +555,44 @@ mod tests {
                 assert_eq!(a, b, "{d:?}");
             }
             assert_eq!(whole.resource_version, "42");
+        }
+    }
+
+    #[test]
+    fn a_large_body_is_decoded_on_several_threads_with_the_same_items_and_errors() {
+        // 10,000 config maps of about 1 KiB each (more than MIN_SPLIT_BYTES), number 4,321
+        // with a data value that is not a string.
+        let pad = "x".repeat(1_000);
+        let items: Vec<serde_json::Value> = (0..10_000)
+            .map(|i| {
+                let value = if i == 4_321 { json!(5) } else { json!(pad) };
+                json!({"metadata": {"name": format!("cm-{i}"), "namespace": "n"}, "data": {"k": value}})
+            })
+            .collect();
+        let body = json!({"metadata": {"resourceVersion": "9", "continue": "c"}, "items": items})
+            .to_string();
+        assert!(body.len() >= MIN_SPLIT_BYTES);
+        for &d in JsonDecoder::ALL {
+            let list = decode_list_with::<ConfigMap>(d, &body).unwrap();
+            let names: Vec<String> = list
+                .items
+                .iter()
+                .map(|o| o.metadata.name.clone().unwrap_or_default())
+                .collect();
+            let expected: Vec<String> = (0..10_000)
+                .filter(|i| *i != 4_321)
+                .map(|i| format!("cm-{i}"))
+                .collect();
+            assert_eq!(names, expected, "{d:?}");
+            assert_eq!(list.undecodable.len(), 1, "{d:?}");
+            assert_eq!(list.undecodable[0].name.as_deref(), Some("cm-4321"));
+            assert_eq!(list.resource_version, "9");
+            assert_eq!(list.continue_token.as_deref(), Some("c"));
+            assert!(
+                list.items
+                    .iter()
+                    .all(|o| o.data.as_ref().unwrap()["k"] == pad)
+            );
         }
     }
 

@@ -63,6 +63,7 @@ mod factory;
 mod lines;
 #[cfg(feature = "protobuf")]
 mod protobuf;
+mod split_decode;
 mod wire;
 mod writes;
 
@@ -667,7 +668,9 @@ impl ListBody {
     }
 
     /// The list, decoded by its content type.
-    fn decode<K: DeserializeOwned + 'static>(&self) -> Result<ObjectList<K>, ListWatchError> {
+    fn decode<K: DeserializeOwned + Send + Sync + 'static>(
+        &self,
+    ) -> Result<ObjectList<K>, ListWatchError> {
         #[cfg(feature = "protobuf")]
         if protobuf::is_protobuf(&self.content_type) {
             return protobuf::decode_list::<K>(&self.body);

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use kinformer_protobuf::{FrameReader, List, RawList, WatchEvent as PbEvent};
+use kinformer_protobuf::{FrameReader, Item, List, RawList, WatchEvent as PbEvent};
 use serde::de::DeserializeOwned;
 
 use super::decode::api_status;
+use super::split_decode::{self, MIN_SPLIT_BYTES};
 use crate::cache::listwatch::{Bookmark, DecodeError, ListWatchError, ObjectList, WatchEvent};
 
 /// True if a response's content type is protobuf (a body or a watch stream).
@@ -59,7 +60,7 @@ pub(crate) fn prepare_schema() {
 ///
 /// # Errors
 /// [`ListWatchError::Decode`] when the body itself is not a list.
-pub fn decode_list<K: DeserializeOwned + 'static>(
+pub fn decode_list<K: DeserializeOwned + Send + Sync + 'static>(
     body: &[u8],
 ) -> Result<ObjectList<K>, ListWatchError> {
     let not_a_list = |e: kinformer_protobuf::Error| {
@@ -74,18 +75,27 @@ pub fn decode_list<K: DeserializeOwned + 'static>(
             let enveloped =
                 kinformer_protobuf::Envelope::encode(list.api_version(), list.item_kind(), item);
             let decoded = K::deserialize(RawBytes(enveloped)).map_err(|e| e.to_string());
-            push(&mut out, decoded, item);
+            push(&mut out, decoded.map(Arc::new), item);
         }
         return Ok(out);
     }
     let list = List::parse(body).map_err(not_a_list)?;
     let mut out = object_list(list.metadata(), list.len());
-    for item in list.items() {
-        push(
-            &mut out,
-            item.decode_owned::<K>().map_err(|e| e.to_string()),
-            item.bytes(),
-        );
+    let decode = |item: &Item<'_>| {
+        item.decode_owned::<K>()
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    };
+    if body.len() >= MIN_SPLIT_BYTES {
+        // A large body (say, a whole list in one response) on several threads.
+        let items: Vec<Item<'_>> = list.items().collect();
+        for (item, decoded) in items.iter().zip(split_decode::decode_items(&items, decode)) {
+            push(&mut out, decoded, item.bytes());
+        }
+    } else {
+        for item in list.items() {
+            push(&mut out, decode(&item), item.bytes());
+        }
     }
     Ok(out)
 }
@@ -111,9 +121,9 @@ fn object_list<K>(meta: &kinformer_protobuf::ListMeta, n: usize) -> ObjectList<K
 }
 
 /// Adds a decoded item, or the error naming it (read from its bytes).
-fn push<K>(out: &mut ObjectList<K>, decoded: Result<K, String>, bytes: &[u8]) {
+fn push<K>(out: &mut ObjectList<K>, decoded: Result<Arc<K>, String>, bytes: &[u8]) {
     match decoded {
-        Ok(o) => out.items.push(Arc::new(o)),
+        Ok(o) => out.items.push(o),
         Err(message) => out.undecodable.push(DecodeError {
             name: kinformer_protobuf::object_name(bytes).map(str::to_owned),
             message,
@@ -301,6 +311,47 @@ mod tests {
         assert!(decode_list::<ConfigMap>(b"{}").unwrap_err().is_decode());
         assert_eq!(continue_token_ahead(&bytes).as_deref(), Some("tok"));
         assert_eq!(continue_token_ahead(b"{}"), None);
+    }
+
+    #[test]
+    fn a_large_list_is_decoded_on_several_threads_with_the_same_items_and_errors() {
+        // 10,000 config maps of about 1 KiB each (more than MIN_SPLIT_BYTES); number 4,321's
+        // data value is not UTF-8.
+        let meta = kinformer_protobuf::ListMeta {
+            resource_version: Some("9".into()),
+            ..Default::default()
+        };
+        let pad = "x".repeat(1_000);
+        let mut list = kinformer_protobuf::ListBuilder::new("v1", "ConfigMapList", &meta).unwrap();
+        for i in 0..10_000 {
+            let value = if i == 4_321 { "MARK" } else { pad.as_str() };
+            list.push(&json!({"metadata": {"name": format!("cm-{i}")}, "data": {"k": value}}))
+                .unwrap();
+        }
+        let mut bytes = list.finish();
+        assert!(bytes.len() >= MIN_SPLIT_BYTES);
+        // Make the marked value invalid UTF-8 in place (same length).
+        let at = bytes.windows(4).position(|w| w == b"MARK").unwrap();
+        bytes[at] = 0xff;
+        let out = decode_list::<ConfigMap>(&bytes).unwrap();
+        let names: Vec<String> = out
+            .items
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap_or_default())
+            .collect();
+        let expected: Vec<String> = (0..10_000)
+            .filter(|i| *i != 4_321)
+            .map(|i| format!("cm-{i}"))
+            .collect();
+        assert_eq!(names, expected);
+        assert_eq!(out.undecodable.len(), 1);
+        assert_eq!(out.undecodable[0].name.as_deref(), Some("cm-4321"));
+        assert_eq!(out.resource_version, "9");
+        assert!(
+            out.items
+                .iter()
+                .all(|o| o.data.as_ref().unwrap()["k"] == pad)
+        );
     }
 
     #[test]
