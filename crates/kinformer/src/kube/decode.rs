@@ -215,6 +215,8 @@ fn decode_object<K: DeserializeOwned>(decoder: JsonDecoder, raw: &str) -> Result
 /// does: items that do not decode as `K` go to [`ObjectList::undecodable`].
 ///
 /// With the `fast-json` feature the body is read with sonic-rs, otherwise with serde_json.
+/// A body of 8 MiB or more (a whole list in one response) is decoded on up to 4 threads (as
+/// many as the machine has), with the same items and errors in the same order.
 ///
 /// # Errors
 /// [`ListWatchError::Decode`] when the body itself is not a list.
