@@ -5,7 +5,7 @@
 //!
 //! Module map: [`workqueue`] (W1–W3, also run scaled down by this crate's criterion benches),
 //! `cache` (W4, W4-compact, W4R, W4P, W5), `informer` (W6), `e1` (the `informer` group over
-//! HTTP: E1 and its variants, L0, L0P, F0, and the server process they run against), `realistic`
+//! HTTP: E1 and its variants, L0, L0P, L0P-1, F0, and the server process they run against), `realistic`
 //! (W4R's and E1R's realistic pods), `sharding` (S1: labelled sharding over 1, 2 and 4
 //! replica processes), `plot` (`--plot`: the medians as a chart against their references),
 //! [`alloc`] (the counting allocator the heap figures need).
