@@ -15,10 +15,16 @@
 //!   itself. So at most `BATCH` objects per writing thread and `BATCH × QUEUED` queued ones
 //!   live longer than they would have.
 //! - A thread's partial batch is dropped when the thread exits.
+//! - The dropping thread gives the emptied batches back (up to [`SPARES`]) for the writers to
+//!   fill again, so a writer allocates no batch in the steady state. (A batch is just over
+//!   1 KiB: with glibc, each such allocation made the writer consolidate every small chunk the
+//!   dropping thread had freed since the last one — under `perf`, a tenth of W4's update loop.)
 
 use std::cell::Cell;
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
 
 /// An object waiting to be dropped.
 type Garbage = Arc<dyn Send + Sync>;
@@ -27,6 +33,11 @@ type Garbage = Arc<dyn Send + Sync>;
 const BATCH: usize = 64;
 /// Batches that may wait for the dropping thread.
 const QUEUED: usize = 16;
+/// Emptied batches kept for the writers to fill again.
+const SPARES: usize = QUEUED + 8;
+
+/// The emptied batches (each with room for [`BATCH`] objects).
+static SPARE: Mutex<Vec<Vec<Garbage>>> = Mutex::new(Vec::new());
 
 thread_local! {
     /// This thread's partial batch.
@@ -47,7 +58,7 @@ fn dropper() -> Option<&'static SyncSender<Vec<Garbage>>> {
                     // per object falls behind whenever the machine is busy, and the writers
                     // then drop their objects themselves (once its queue is full).
                     for batch in rx {
-                        drop(batch);
+                        give_back(batch);
                     }
                 })
                 .ok()?;
@@ -67,7 +78,7 @@ pub(crate) fn retire<K: Send + Sync + 'static>(obj: Arc<K>) {
     let full = PENDING.try_with(move |pending| {
         let mut batch = pending.take();
         if batch.capacity() == 0 {
-            batch.reserve_exact(BATCH);
+            batch = take_spare();
         }
         batch.push(obj);
         if batch.len() < BATCH {
@@ -79,9 +90,34 @@ pub(crate) fn retire<K: Send + Sync + 'static>(obj: Arc<K>) {
     });
     if let Ok(Some(batch)) = full {
         // Dropped here if the queue is full or the thread is missing.
-        if let Some(tx) = dropper() {
-            let _ = tx.try_send(batch);
+        match dropper() {
+            Some(tx) => {
+                if let Err(TrySendError::Full(batch) | TrySendError::Disconnected(batch)) =
+                    tx.try_send(batch)
+                {
+                    give_back(batch);
+                }
+            }
+            None => give_back(batch),
         }
+    }
+}
+
+/// A spare batch, or a new one, with room for [`BATCH`] objects.
+fn take_spare() -> Vec<Garbage> {
+    SPARE
+        .lock()
+        .pop()
+        .unwrap_or_else(|| Vec::with_capacity(BATCH))
+}
+
+/// Drops the objects of `batch` (on this thread) and keeps it as a spare, if fewer than
+/// [`SPARES`] are kept.
+fn give_back(mut batch: Vec<Garbage>) {
+    batch.clear();
+    let mut spare = SPARE.lock();
+    if spare.len() < SPARES {
+        spare.push(batch);
     }
 }
 
@@ -109,6 +145,23 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "never dropped");
             std::thread::yield_now();
         }
+    }
+
+    #[test]
+    fn a_batch_given_back_is_emptied_and_at_most_spares_are_kept() {
+        let obj = Arc::new(String::from("in a batch"));
+        let weak = Arc::downgrade(&obj);
+        let mut batch = take_spare();
+        assert!(batch.is_empty() && batch.capacity() >= BATCH);
+        batch.push(obj);
+        give_back(batch);
+        assert!(weak.upgrade().is_none(), "dropped when given back");
+        for _ in 0..SPARES + 5 {
+            give_back(Vec::with_capacity(BATCH));
+        }
+        let spare = SPARE.lock();
+        assert!(spare.len() <= SPARES);
+        assert!(spare.iter().all(|b| b.is_empty()));
     }
 
     #[test]
