@@ -317,9 +317,14 @@ fn list_item_by_item<K: DeserializeOwned + Send + Sync>(
         .map_err(|e| DecodeError::new(format!("list response is not a list: {e}")))?;
     let mut list = object_list(metadata);
     list.items.reserve(items.len());
-    let decoded = split_decode::decode_items(&items, |item| {
-        decode_object::<K>(decoder, item).map(Arc::new)
-    });
+    let decode = |item: &Cow<'_, str>| decode_object::<K>(decoder, item).map(Arc::new);
+    // Only a large body on several threads: a page (of a lean informer, or with a bad item)
+    // is decoded on this one.
+    let decoded: Vec<_> = if body.len() >= MIN_SPLIT_BYTES {
+        split_decode::decode_items(&items, decode)
+    } else {
+        items.iter().map(decode).collect()
+    };
     for item in decoded {
         match item {
             Ok(o) => list.items.push(o),
