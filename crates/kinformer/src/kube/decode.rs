@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use super::split_decode::{self, MIN_SPLIT_BYTES};
+use super::split_decode;
 use crate::cache::listwatch::{
     ApiStatus, Bookmark, DecodeError, ListWatchError, ObjectList, StatusCause, WatchEvent,
 };
@@ -227,13 +227,13 @@ pub fn decode_list<K: DeserializeOwned + Send + Sync>(
 }
 
 /// [`decode_list`] with a given decoder: in one pass when every item decodes (typed
-/// objects), else item by item; a body of at least [`MIN_SPLIT_BYTES`] item by item on
-/// several threads (see [`split_decode`](super::split_decode)).
+/// objects), else item by item; a large body item by item on several threads (see
+/// [`split_decode`](super::split_decode)).
 pub(crate) fn decode_list_with<K: DeserializeOwned + Send + Sync>(
     decoder: JsonDecoder,
     body: &str,
 ) -> Result<ObjectList<K>, ListWatchError> {
-    if body.len() >= MIN_SPLIT_BYTES {
+    if split_decode::is_large(body.len()) {
         return list_item_by_item(decoder, body);
     }
     match whole_list(decoder, body) {
@@ -317,14 +317,11 @@ fn list_item_by_item<K: DeserializeOwned + Send + Sync>(
         .map_err(|e| DecodeError::new(format!("list response is not a list: {e}")))?;
     let mut list = object_list(metadata);
     list.items.reserve(items.len());
-    let decode = |item: &Cow<'_, str>| decode_object::<K>(decoder, item).map(Arc::new);
     // Only a large body on several threads: a page (of a lean informer, or with a bad item)
     // is decoded on this one.
-    let decoded: Vec<_> = if body.len() >= MIN_SPLIT_BYTES {
-        split_decode::decode_items(&items, decode)
-    } else {
-        items.iter().map(decode).collect()
-    };
+    let decoded = split_decode::decode_body_items(body.len(), &items, |item| {
+        decode_object::<K>(decoder, item).map(Arc::new)
+    });
     for item in decoded {
         match item {
             Ok(o) => list.items.push(o),
@@ -472,6 +469,7 @@ mod tests {
 
     use super::*;
     use crate::cache::Lazy;
+    use crate::kube::split_decode::testing::{config_map_names, item_names};
 
     #[test]
     fn the_continue_token_is_read_ahead_of_the_items_only_when_the_metadata_comes_first() {
@@ -578,19 +576,14 @@ mod tests {
             .collect();
         let body = json!({"metadata": {"resourceVersion": "9", "continue": "c"}, "items": items})
             .to_string();
-        assert!(body.len() >= MIN_SPLIT_BYTES);
+        assert!(split_decode::is_large(body.len()));
         for &d in JsonDecoder::ALL {
             let list = decode_list_with::<ConfigMap>(d, &body).unwrap();
-            let names: Vec<String> = list
-                .items
-                .iter()
-                .map(|o| o.metadata.name.clone().unwrap_or_default())
-                .collect();
-            let expected: Vec<String> = (0..10_000)
-                .filter(|i| *i != 4_321)
-                .map(|i| format!("cm-{i}"))
-                .collect();
-            assert_eq!(names, expected, "{d:?}");
+            assert_eq!(
+                item_names(&list),
+                config_map_names(10_000, Some(4_321)),
+                "{d:?}"
+            );
             assert_eq!(list.undecodable.len(), 1, "{d:?}");
             assert_eq!(list.undecodable[0].name.as_deref(), Some("cm-4321"));
             assert_eq!(list.resource_version, "9");

@@ -8,7 +8,7 @@ use kinformer_protobuf::{FrameReader, Item, List, RawList, WatchEvent as PbEvent
 use serde::de::DeserializeOwned;
 
 use super::decode::api_status;
-use super::split_decode::{self, MIN_SPLIT_BYTES};
+use super::split_decode;
 use crate::cache::listwatch::{Bookmark, DecodeError, ListWatchError, ObjectList, WatchEvent};
 
 /// True if a response's content type is protobuf (a body or a watch stream).
@@ -80,11 +80,7 @@ pub fn decode_list<K: DeserializeOwned + Send + Sync + 'static>(
                 .map(Arc::new)
                 .map_err(|e| e.to_string())
         };
-        let decoded = if body.len() >= MIN_SPLIT_BYTES {
-            split_decode::decode_items(list.items(), decode)
-        } else {
-            list.items().iter().map(decode).collect()
-        };
+        let decoded = split_decode::decode_body_items(body.len(), list.items(), decode);
         for (item, decoded) in list.items().iter().zip(decoded) {
             push(&mut out, decoded, item);
         }
@@ -97,16 +93,11 @@ pub fn decode_list<K: DeserializeOwned + Send + Sync + 'static>(
             .map(Arc::new)
             .map_err(|e| e.to_string())
     };
-    if body.len() >= MIN_SPLIT_BYTES {
-        // A large body (say, a whole list in one response) on several threads.
-        let items: Vec<Item<'_>> = list.items().collect();
-        for (item, decoded) in items.iter().zip(split_decode::decode_items(&items, decode)) {
-            push(&mut out, decoded, item.bytes());
-        }
-    } else {
-        for item in list.items() {
-            push(&mut out, decode(&item), item.bytes());
-        }
+    // A large body (say, a whole list in one response) on several threads.
+    let items: Vec<Item<'_>> = list.items().collect();
+    let decoded = split_decode::decode_body_items(body.len(), &items, decode);
+    for (item, decoded) in items.iter().zip(decoded) {
+        push(&mut out, decoded, item.bytes());
     }
     Ok(out)
 }
@@ -289,6 +280,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::kube::split_decode::testing::{config_map_names, item_names};
 
     fn frame(kind: &str, object: &serde_json::Value) -> Vec<u8> {
         let o = kinformer_protobuf::json_to_vec(object).unwrap();
@@ -340,21 +332,12 @@ mod tests {
                 .unwrap();
         }
         let mut bytes = list.finish();
-        assert!(bytes.len() >= MIN_SPLIT_BYTES);
+        assert!(split_decode::is_large(bytes.len()));
         // Make the marked value invalid UTF-8 in place (same length).
         let at = bytes.windows(4).position(|w| w == b"MARK").unwrap();
         bytes[at] = 0xff;
         let out = decode_list::<ConfigMap>(&bytes).unwrap();
-        let names: Vec<String> = out
-            .items
-            .iter()
-            .map(|o| o.metadata.name.clone().unwrap_or_default())
-            .collect();
-        let expected: Vec<String> = (0..10_000)
-            .filter(|i| *i != 4_321)
-            .map(|i| format!("cm-{i}"))
-            .collect();
-        assert_eq!(names, expected);
+        assert_eq!(item_names(&out), config_map_names(10_000, Some(4_321)));
         assert_eq!(out.undecodable.len(), 1);
         assert_eq!(out.undecodable[0].name.as_deref(), Some("cm-4321"));
         assert_eq!(out.resource_version, "9");
@@ -365,15 +348,8 @@ mod tests {
         );
 
         // Lazy objects read only their metadata: all 10,000, in order.
-        use kube_core::Resource;
         let lazy = decode_list::<crate::cache::Lazy<ConfigMap>>(&bytes).unwrap();
-        let names: Vec<String> = lazy
-            .items
-            .iter()
-            .map(|o| o.meta().name.clone().unwrap_or_default())
-            .collect();
-        let all: Vec<String> = (0..10_000).map(|i| format!("cm-{i}")).collect();
-        assert_eq!(names, all);
+        assert_eq!(item_names(&lazy), config_map_names(10_000, None));
         assert!(lazy.undecodable.is_empty());
     }
 

@@ -11,7 +11,7 @@ use std::num::NonZeroUsize;
 
 /// Bodies at least this large are decoded on several threads; smaller ones (a default page of
 /// 500 objects of up to a few KiB each) on the calling thread.
-pub(crate) const MIN_SPLIT_BYTES: usize = 8 << 20;
+const MIN_SPLIT_BYTES: usize = 8 << 20;
 
 /// The most threads one body's decode uses (the calling thread included).
 const MAX_THREADS: usize = 4;
@@ -29,10 +29,30 @@ fn threads_for(items: usize) -> usize {
         .max(1)
 }
 
+/// Whether a body of `len` bytes is large enough to be decoded on several threads.
+pub(crate) fn is_large(len: usize) -> bool {
+    len >= MIN_SPLIT_BYTES
+}
+
+/// `decode` of every item of a body of `body_len` bytes, in order: on several threads if the
+/// body [`is_large`], else on the calling thread.
+pub(crate) fn decode_body_items<I, T, F>(body_len: usize, items: &[I], decode: F) -> Vec<T>
+where
+    I: Sync,
+    T: Send,
+    F: Fn(&I) -> T + Sync,
+{
+    if is_large(body_len) {
+        decode_items(items, decode)
+    } else {
+        items.iter().map(decode).collect()
+    }
+}
+
 /// `decode` of every item, in order: on the calling thread alone for fewer than two threads'
 /// worth of items, else in one chunk per thread. A chunk whose thread cannot be started is
 /// decoded on the calling thread.
-pub(crate) fn decode_items<I, T, F>(items: &[I], decode: F) -> Vec<T>
+fn decode_items<I, T, F>(items: &[I], decode: F) -> Vec<T>
 where
     I: Sync,
     T: Send,
@@ -67,6 +87,30 @@ where
         }
         out
     })
+}
+
+/// What the large-list tests of the JSON and protobuf decoders share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use kube_core::Resource;
+
+    use crate::cache::listwatch::ObjectList;
+
+    /// The names of a list's items, in order.
+    pub(crate) fn item_names<K: Resource>(list: &ObjectList<K>) -> Vec<String> {
+        list.items
+            .iter()
+            .map(|o| o.meta().name.clone().unwrap_or_default())
+            .collect()
+    }
+
+    /// `cm-0` … `cm-<n - 1>`, without `cm-<skip>`.
+    pub(crate) fn config_map_names(n: usize, skip: Option<usize>) -> Vec<String> {
+        (0..n)
+            .filter(|i| Some(*i) != skip)
+            .map(|i| format!("cm-{i}"))
+            .collect()
+    }
 }
 
 #[cfg(test)]
