@@ -106,6 +106,23 @@ impl StoredObject {
             .as_ref()
     }
 
+    /// Encodes the object's protobuf message from `v`, the value its JSON bytes were made from
+    /// (see [`StoredObject::from_value`]), unless it is encoded already: the same message as
+    /// [`StoredObject::protobuf`] gives, without parsing the JSON bytes back first.
+    ///
+    /// # Errors
+    /// As [`StoredObject::protobuf`]'s.
+    pub fn protobuf_from_value(
+        &self,
+        v: &Value,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<&Bytes, &kinformer_protobuf::Error> {
+        self.protobuf
+            .get_or_init(|| kinformer_protobuf::to_message(v, api_version, kind).map(Bytes::from))
+            .as_ref()
+    }
+
     /// Parses the stored bytes back into a JSON value.
     ///
     /// # Errors

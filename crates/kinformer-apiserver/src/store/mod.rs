@@ -284,6 +284,28 @@ impl Store {
         self.compact(u64::MAX)
     }
 
+    /// The stored version of a written object `v` at revision `rev`, its protobuf form encoded
+    /// from `v` when the store encodes at the write (a failure is kept with it, and logged by
+    /// [`Store::record`]).
+    pub(super) fn stored(
+        g: &Inner,
+        ridx: usize,
+        v: &Value,
+        rev: u64,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let stored = StoredObject::from_value(v, rev).map_err(ser_err)?;
+        if g.config.encode_protobuf
+            && let Some(def) = g.resources.get(ridx)
+        {
+            let api_version = def.api_version();
+            if kinformer_protobuf::has_schema(&api_version, &def.kind) {
+                // An error stays with the object; `record` logs it.
+                let _ = stored.protobuf_from_value(v, &api_version, &def.kind);
+            }
+        }
+        Ok(stored)
+    }
+
     pub(super) fn commit(
         &self,
         g: &mut Inner,

@@ -218,6 +218,22 @@ fn objects_are_encoded_in_protobuf_at_the_write_when_configured() {
     let v = stored.to_value().unwrap();
     let expected = kinformer_protobuf::to_message(&v, "v1", "ConfigMap").unwrap();
     assert_eq!(&encoded[..], &expected[..]);
+    // An update too (encoded from the written value, not from its JSON bytes read back).
+    let updated = s
+        .update_at(
+            ridx,
+            Some("default"),
+            "a",
+            json!({"metadata": {"name": "a"}, "data": {"k": "v"}}),
+            false,
+        )
+        .unwrap();
+    let again = kinformer_protobuf::to_message(&updated.to_value().unwrap(), "v1", "ConfigMap");
+    assert_eq!(
+        &updated.encoded_protobuf().unwrap()[..],
+        &again.unwrap()[..]
+    );
+    assert_ne!(updated.encoded_protobuf(), Some(&encoded));
     let back: Value = kinformer_protobuf::from_slice(&kinformer_protobuf::Envelope::encode(
         "v1",
         "ConfigMap",

@@ -102,7 +102,7 @@ impl Store {
         }
         let rev = g.revision + 1;
         set_rv(&mut obj, rev)?;
-        let stored = StoredObject::from_value(&obj, rev).map_err(ser_err)?;
+        let stored = Self::stored(&g, ridx, &obj, rev)?;
         validate::size(stored.bytes.len())?;
         g.revision = rev;
         self.commit(&mut g, ridx, EventType::Added, stored.clone(), None);
@@ -316,7 +316,7 @@ impl Store {
         }
         let rev = g.revision + 1;
         set_rv(&mut out, rev)?;
-        let stored = StoredObject::from_value(&out, rev).map_err(ser_err)?;
+        let stored = Self::stored(&g, ridx, &out, rev)?;
         validate::size(stored.bytes.len())?;
         g.revision = rev;
         let kind = if finished_deleting {
@@ -378,7 +378,7 @@ impl Store {
             EventType::Deleted
         };
         set_rv(&mut v, rev)?;
-        let stored = StoredObject::from_value(&v, rev).map_err(ser_err)?;
+        let stored = Self::stored(&g, ridx, &v, rev)?;
         g.revision = rev;
         self.commit(&mut g, ridx, kind, stored.clone(), Some(current));
         Ok(stored)
