@@ -294,16 +294,19 @@ impl Store {
         rev: u64,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let stored = StoredObject::from_value(v, rev).map_err(ser_err)?;
-        if g.config.encode_protobuf
-            && let Some(def) = g.resources.get(ridx)
-        {
-            let api_version = def.api_version();
-            if kinformer_protobuf::has_schema(&api_version, &def.kind) {
-                // An error stays with the object; `record` logs it.
-                let _ = stored.protobuf_from_value(v, &api_version, &def.kind);
-            }
+        if let Some((api_version, kind)) = Self::encoded_at_write(g, ridx) {
+            // An error stays with the object; `record` logs it.
+            let _ = stored.protobuf_from_value(v, &api_version, kind);
         }
         Ok(stored)
+    }
+
+    /// The `apiVersion` and `kind` to encode resource `ridx`'s writes in protobuf as, when the
+    /// store encodes at the write ([`StoreConfig::encode_protobuf`]) and the kind has a schema.
+    fn encoded_at_write(g: &Inner, ridx: usize) -> Option<(String, &str)> {
+        let def = g.resources.get(ridx).filter(|_| g.config.encode_protobuf)?;
+        let api_version = def.api_version();
+        kinformer_protobuf::has_schema(&api_version, &def.kind).then_some((api_version, &def.kind))
     }
 
     pub(super) fn commit(
@@ -327,18 +330,13 @@ impl Store {
         prev: Option<Arc<StoredObject>>,
         now: Instant,
     ) {
-        if g.config.encode_protobuf
-            && let Some(def) = g.resources.get(ridx)
+        if let Some((api_version, kind)) = Self::encoded_at_write(g, ridx)
+            && let Err(e) = object.protobuf(&api_version, kind)
         {
-            let (api_version, kind) = (def.api_version(), &def.kind);
-            if kinformer_protobuf::has_schema(&api_version, kind)
-                && let Err(e) = object.protobuf(&api_version, kind)
-            {
-                tracing::warn!(
-                    "{api_version} {kind} {} has no protobuf form: {e}",
-                    object.key()
-                );
-            }
+            tracing::warn!(
+                "{api_version} {kind} {} has no protobuf form: {e}",
+                object.key()
+            );
         }
         let key = object.key();
         match kind {
