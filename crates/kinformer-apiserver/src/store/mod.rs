@@ -330,7 +330,10 @@ impl Store {
         prev: Option<Arc<StoredObject>>,
         now: Instant,
     ) {
-        if let Some((api_version, kind)) = Self::encoded_at_write(g, ridx)
+        // Objects made by `Store::stored` come encoded already; the others (seeded from
+        // their parts) are encoded here.
+        if object.encoded_protobuf().is_none()
+            && let Some((api_version, kind)) = Self::encoded_at_write(g, ridx)
             && let Err(e) = object.protobuf(&api_version, kind)
         {
             tracing::warn!(
