@@ -12,7 +12,7 @@
 //!   watch streams.
 //! - Records every [`ListOptions`] and [`WatchOptions`] it receives.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +27,10 @@ use crate::cache::listwatch::{
     ApiStatus, Bookmark, DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList,
     ResourceVersionMatch, WatchEvent, WatchOptions, WatchStream,
 };
-use crate::cache::meta::{KeyError, ObjectKey, meta_namespace_key};
+use crate::cache::meta::{KeyError, ObjectKey, meta_namespace_key, with_key_str};
+use crate::cache::store::retire;
+
+use super::objects::Objects;
 
 /// One step of a scripted watch stream.
 #[derive(Debug)]
@@ -61,7 +64,7 @@ struct LiveWatcher<K> {
 
 #[derive(Debug)]
 struct Inner<K> {
-    objects: BTreeMap<ObjectKey, Arc<K>>,
+    objects: Objects<K>,
     /// The current resource version (0 = nothing written yet).
     rv: u64,
     /// Changes with versions in `(log_start, rv]`, oldest first.
@@ -129,7 +132,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
     pub fn new() -> Self {
         Self {
             inner: Arc::new(Mutex::new(Inner {
-                objects: BTreeMap::new(),
+                objects: Objects::new(),
                 rv: 0,
                 log: Vec::new(),
                 log_start: 0,
@@ -146,9 +149,12 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
 
     /// Creates an object (watch `ADDED`); returns it with its new resource version.
     ///
+    /// Takes the object or an `Arc` of it: an `Arc` held nowhere else is stored as it is (no
+    /// copy), a shared one is copied so that the caller's object keeps its version.
+    ///
     /// # Errors
     /// [`KeyError::MissingName`] if the object has no name.
-    pub fn add(&self, obj: K) -> Result<Arc<K>, KeyError> {
+    pub fn add(&self, obj: impl Into<Arc<K>>) -> Result<Arc<K>, KeyError> {
         self.write(obj, WatchEvent::Added)
     }
 
@@ -174,9 +180,11 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
 
     /// Replaces an object (watch `MODIFIED`); returns it with its new resource version.
     ///
+    /// Takes the object or an `Arc` of it, as [`add`](Self::add) does.
+    ///
     /// # Errors
     /// [`KeyError::MissingName`] if the object has no name.
-    pub fn update(&self, obj: K) -> Result<Arc<K>, KeyError> {
+    pub fn update(&self, obj: impl Into<Arc<K>>) -> Result<Arc<K>, KeyError> {
         self.write(obj, WatchEvent::Modified)
     }
 
@@ -194,15 +202,41 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
         Some(last)
     }
 
-    fn write(&self, mut obj: K, make: fn(Arc<K>) -> WatchEvent<K>) -> Result<Arc<K>, KeyError> {
-        let key = meta_namespace_key(&obj)?;
+    fn write(
+        &self,
+        obj: impl Into<Arc<K>>,
+        make: fn(Arc<K>) -> WatchEvent<K>,
+    ) -> Result<Arc<K>, KeyError> {
+        let mut obj = obj.into();
+        if obj.meta().name.as_deref().is_none_or(str::is_empty) {
+            return Err(KeyError::MissingName);
+        }
         let mut inner = self.inner.lock();
         inner.rv += 1;
         let rv = inner.rv;
-        obj.meta_mut().resource_version = Some(rv.to_string());
-        let obj = Arc::new(obj);
-        inner.objects.insert(key, Arc::clone(&obj));
+        // Copied only if the caller still shares it: its own object keeps its version.
+        Arc::make_mut(&mut obj).meta_mut().resource_version = Some(rv.to_string());
+        let meta = obj.meta();
+        let name = meta.name.as_deref().unwrap_or_default();
+        let replaced = with_key_str(meta.namespace.as_deref(), name, |key| {
+            inner
+                .objects
+                .get_mut(key)
+                .map(|slot| std::mem::replace(slot, Arc::clone(&obj)))
+        });
+        if replaced.is_none() {
+            inner.objects.insert(
+                ObjectKey::new(meta.namespace.as_deref(), name),
+                Arc::clone(&obj),
+            );
+        }
         inner.publish(rv, make(Arc::clone(&obj)));
+        drop(inner);
+        // The replaced version is released after the lock, and off this thread if this was
+        // its last reference.
+        if let Some(old) = replaced {
+            retire(old);
+        }
         Ok(obj)
     }
 
@@ -366,13 +400,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
             }
         }
         let limit = options.limit.filter(|l| *l > 0).map(|l| l as usize);
-        let mut iter: Box<dyn Iterator<Item = (&ObjectKey, &Arc<K>)>> = match &after {
-            Some(k) => Box::new(inner.objects.range::<str, _>((
-                std::ops::Bound::Excluded(k.as_str()),
-                std::ops::Bound::Unbounded,
-            ))),
-            None => Box::new(inner.objects.iter()),
-        };
+        let mut iter = inner.objects.iter_after(after.as_deref());
         let mut items = Vec::new();
         let mut last_key = None;
         while limit.is_none_or(|l| items.len() < l) {
@@ -540,6 +568,37 @@ mod tests {
             resource_version: Some(rv.into()),
             ..WatchOptions::default()
         }
+    }
+
+    #[test]
+    fn an_unshared_arc_is_stored_as_it_is_and_a_shared_one_is_copied() {
+        let lw = FakeListerWatcher::new();
+        lw.add(cm("a")).unwrap();
+
+        let own = Arc::new(cm("a"));
+        let ptr = Arc::as_ptr(&own);
+        let stored = lw.update(own).unwrap();
+        assert_eq!(Arc::as_ptr(&stored), ptr, "an unshared Arc is not copied");
+        assert_eq!(stored.metadata.resource_version.as_deref(), Some("2"));
+
+        let shared = Arc::new(cm("a"));
+        let stored = lw.update(Arc::clone(&shared)).unwrap();
+        assert_ne!(Arc::as_ptr(&stored), Arc::as_ptr(&shared));
+        assert_eq!(stored.metadata.resource_version.as_deref(), Some("3"));
+        assert_eq!(
+            shared.metadata.resource_version, None,
+            "the caller's object is unchanged"
+        );
+        assert_eq!(lw.objects().len(), 1);
+        assert_eq!(lw.resource_version(), "3");
+
+        let nameless = ConfigMap::default();
+        assert!(matches!(lw.update(nameless), Err(KeyError::MissingName)));
+        assert_eq!(
+            lw.resource_version(),
+            "3",
+            "a refused write uses no version"
+        );
     }
 
     #[tokio::test]

@@ -2,5 +2,6 @@
 //! in-memory [`ListerWatcher`](super::listwatch::ListerWatcher) scripted step by step.
 
 mod fake_listwatch;
+mod objects;
 
 pub use fake_listwatch::{FakeListerWatcher, WatchStep};
