@@ -24,7 +24,7 @@ const MIN_SPLIT_BYTES: usize = 8 << 20;
 /// The most threads one body's decode uses (the calling thread included).
 const MAX_THREADS: usize = 4;
 
-/// The fewest items a thread is given.
+/// No more threads are used than give each this many items (on average: chunks are claimed).
 const MIN_ITEMS_PER_THREAD: usize = 64;
 
 /// The chunks per thread the items are cut into (see the module docs).
