@@ -27,7 +27,7 @@ use crate::cache::listwatch::{
     ApiStatus, Bookmark, DecodeError, ListOptions, ListWatchError, ListerWatcher, ObjectList,
     ResourceVersionMatch, WatchEvent, WatchOptions, WatchStream,
 };
-use crate::cache::meta::{KeyError, ObjectKey, meta_namespace_key, with_key_str};
+use crate::cache::meta::{KeyError, with_key_str};
 use crate::cache::store::retire;
 
 use super::objects::Objects;
@@ -164,18 +164,17 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
     /// [`KeyError::MissingName`] at the first object without a name; the ones before it stay.
     pub fn add_all(&self, objs: impl IntoIterator<Item = K>) -> Result<usize, KeyError> {
         let mut inner = self.inner.lock();
+        let mut replaced = Vec::new();
         let mut n = 0;
-        for mut obj in objs {
-            let key = meta_namespace_key(&obj)?;
-            inner.rv += 1;
-            let rv = inner.rv;
-            obj.meta_mut().resource_version = Some(rv.to_string());
-            let obj = Arc::new(obj);
-            inner.objects.insert(key, Arc::clone(&obj));
-            inner.publish(rv, WatchEvent::Added(obj));
+        let result = objs.into_iter().try_for_each(|obj| {
+            named(&obj)?;
+            replaced.extend(inner.put(Arc::new(obj), WatchEvent::Added).1);
             n += 1;
-        }
-        Ok(n)
+            Ok(())
+        });
+        drop(inner);
+        replaced.into_iter().for_each(retire);
+        result.map(|()| n)
     }
 
     /// Replaces an object (watch `MODIFIED`); returns it with its new resource version.
@@ -207,31 +206,9 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
         obj: impl Into<Arc<K>>,
         make: fn(Arc<K>) -> WatchEvent<K>,
     ) -> Result<Arc<K>, KeyError> {
-        let mut obj = obj.into();
-        if obj.meta().name.as_deref().is_none_or(str::is_empty) {
-            return Err(KeyError::MissingName);
-        }
-        let mut inner = self.inner.lock();
-        inner.rv += 1;
-        let rv = inner.rv;
-        // Copied only if the caller still shares it: its own object keeps its version.
-        Arc::make_mut(&mut obj).meta_mut().resource_version = Some(rv.to_string());
-        let meta = obj.meta();
-        let name = meta.name.as_deref().unwrap_or_default();
-        let replaced = with_key_str(meta.namespace.as_deref(), name, |key| {
-            inner
-                .objects
-                .get_mut(key)
-                .map(|slot| std::mem::replace(slot, Arc::clone(&obj)))
-        });
-        if replaced.is_none() {
-            inner.objects.insert(
-                ObjectKey::new(meta.namespace.as_deref(), name),
-                Arc::clone(&obj),
-            );
-        }
-        inner.publish(rv, make(Arc::clone(&obj)));
-        drop(inner);
+        let obj = obj.into();
+        named(&*obj)?;
+        let (obj, replaced) = self.inner.lock().put(obj, make);
         // The replaced version is released after the lock, and off this thread if this was
         // its last reference.
         if let Some(old) = replaced {
@@ -495,10 +472,41 @@ impl<K: Resource + Clone + Send + Sync + 'static> FakeListerWatcher<K> {
 }
 
 impl<K> Inner<K> {
+    /// Stores `obj` (which has a name) at the next version and publishes `make` of it;
+    /// returns it and the object it replaced. The object is copied only if the caller still
+    /// shares it: the caller's object keeps its version.
+    fn put(
+        &mut self,
+        mut obj: Arc<K>,
+        make: fn(Arc<K>) -> WatchEvent<K>,
+    ) -> (Arc<K>, Option<Arc<K>>)
+    where
+        K: Resource + Clone,
+    {
+        self.rv += 1;
+        let rv = self.rv;
+        Arc::make_mut(&mut obj).meta_mut().resource_version = Some(rv.to_string());
+        let meta = obj.meta();
+        let name = meta.name.as_deref().unwrap_or_default();
+        let replaced = with_key_str(meta.namespace.as_deref(), name, |key| {
+            self.objects.put(key, Arc::clone(&obj))
+        });
+        self.publish(rv, make(Arc::clone(&obj)));
+        (obj, replaced)
+    }
+
     fn publish(&mut self, rv: u64, event: WatchEvent<K>) {
         self.watchers
             .retain(|w| w.tx.send(Ok(event.clone())).is_ok());
         self.log.push((rv, event));
+    }
+}
+
+/// `Ok` if `obj` has a name (it can be keyed).
+fn named<K: Resource>(obj: &K) -> Result<(), KeyError> {
+    match obj.meta().name.as_deref() {
+        Some(name) if !name.is_empty() => Ok(()),
+        _ => Err(KeyError::MissingName),
     }
 }
 

@@ -24,16 +24,13 @@ impl<K> Objects<K> {
         }
     }
 
-    /// The object stored under `key`, to replace in place.
-    pub(super) fn get_mut(&mut self, key: &str) -> Option<&mut Arc<K>> {
-        self.by_key.get_mut(key)
-    }
-
-    /// Stores `obj` under `key`; returns the object it replaced.
-    pub(super) fn insert(&mut self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        if let Some(slot) = self.by_key.get_mut(key.as_str()) {
+    /// Stores `obj` under `key`; returns the object it replaced (the key string is copied
+    /// only for a new key).
+    pub(super) fn put(&mut self, key: &str, obj: Arc<K>) -> Option<Arc<K>> {
+        if let Some(slot) = self.by_key.get_mut(key) {
             return Some(std::mem::replace(slot, obj));
         }
+        let key = ObjectKey::from(key);
         self.order.insert(key.clone());
         self.by_key.insert(key, obj);
         None
@@ -82,21 +79,15 @@ mod tests {
     fn lists_in_key_order_and_replaces_in_place() {
         let mut objects = Objects::new();
         for (key, v) in [("ns/b", 1), ("ns/a", 2), ("c", 3), ("ns/c", 4)] {
-            assert!(
-                objects
-                    .insert(ObjectKey::from_raw(key), Arc::new(v))
-                    .is_none()
-            );
+            assert!(objects.put(key, Arc::new(v)).is_none());
         }
         assert_eq!(keys(&objects, None), ["c", "ns/a", "ns/b", "ns/c"]);
         assert_eq!(keys(&objects, Some("ns/a")), ["ns/b", "ns/c"]);
         assert_eq!(keys(&objects, Some("ns/c")), Vec::<String>::new());
 
-        let old = objects.insert(ObjectKey::from_raw("ns/a"), Arc::new(20));
+        let old = objects.put("ns/a", Arc::new(20));
         assert_eq!(old.as_deref(), Some(&2));
-        if let Some(slot) = objects.get_mut("ns/b") {
-            *slot = Arc::new(10);
-        }
+        assert_eq!(objects.put("ns/b", Arc::new(10)).as_deref(), Some(&1));
         let values: Vec<i32> = objects.values().map(|v| **v).collect();
         assert_eq!(values, [3, 20, 10, 4]);
         assert_eq!(objects.len(), 4);
