@@ -16,7 +16,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
+use super::heap_reserve;
 use super::split_decode;
+use super::wire::Wire;
 use crate::cache::listwatch::{
     ApiStatus, Bookmark, DecodeError, ListWatchError, ObjectList, StatusCause, WatchEvent,
 };
@@ -253,6 +255,8 @@ fn whole_list<K: DeserializeOwned>(decoder: JsonDecoder, body: &str) -> Option<O
     if crate::cache::meta::is_lazy::<K>() || require_object(body).is_err() {
         return None;
     }
+    // The whole page on this thread: room for all of its objects (only typed ones get here).
+    heap_reserve::reserve(heap_reserve::for_body::<K>(body.len(), Wire::Json));
     let list = decoder.decode::<WholeList<K>>(body).ok()?;
     Some(ObjectList {
         items: list.items.map(|i| i.0).unwrap_or_default(),
@@ -319,7 +323,8 @@ fn list_item_by_item<K: DeserializeOwned + Send + Sync>(
     list.items.reserve(items.len());
     // Only a large body on several threads: a page (of a lean informer, or with a bad item)
     // is decoded on this one.
-    let decoded = split_decode::decode_body_items(body.len(), &items, |item| {
+    let reserve = heap_reserve::per_item::<K>(body.len(), items.len(), Wire::Json);
+    let decoded = split_decode::decode_body_items(body.len(), &items, reserve, |item| {
         decode_object::<K>(decoder, item).map(Arc::new)
     });
     for item in decoded {

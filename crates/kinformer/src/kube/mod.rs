@@ -60,6 +60,7 @@ mod capabilities;
 mod decode;
 mod error;
 mod factory;
+mod heap_reserve;
 mod lines;
 #[cfg(feature = "protobuf")]
 mod protobuf;

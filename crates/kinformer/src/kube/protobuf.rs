@@ -8,7 +8,9 @@ use kinformer_protobuf::{FrameReader, Item, List, RawList, WatchEvent as PbEvent
 use serde::de::DeserializeOwned;
 
 use super::decode::api_status;
+use super::heap_reserve;
 use super::split_decode;
+use super::wire::Wire;
 use crate::cache::listwatch::{Bookmark, DecodeError, ListWatchError, ObjectList, WatchEvent};
 
 /// True if a response's content type is protobuf (a body or a watch stream).
@@ -80,7 +82,8 @@ pub fn decode_list<K: DeserializeOwned + Send + Sync + 'static>(
                 .map(Arc::new)
                 .map_err(|e| e.to_string())
         };
-        let decoded = split_decode::decode_body_items(body.len(), list.items(), decode);
+        // `Lazy` objects: no room to reserve (see `heap_reserve`).
+        let decoded = split_decode::decode_body_items(body.len(), list.items(), 0, decode);
         for (item, decoded) in list.items().iter().zip(decoded) {
             push(&mut out, decoded, item);
         }
@@ -95,7 +98,8 @@ pub fn decode_list<K: DeserializeOwned + Send + Sync + 'static>(
     };
     // A large body (say, a whole list in one response) on several threads.
     let items: Vec<Item<'_>> = list.items().collect();
-    let decoded = split_decode::decode_body_items(body.len(), &items, decode);
+    let reserve = heap_reserve::per_item::<K>(body.len(), items.len(), Wire::Protobuf);
+    let decoded = split_decode::decode_body_items(body.len(), &items, reserve, decode);
     for (item, decoded) in items.iter().zip(decoded) {
         push(&mut out, decoded, item.bytes());
     }
