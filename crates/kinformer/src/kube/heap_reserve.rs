@@ -9,10 +9,11 @@
 //! decoding on the runtime's worker threads) `mprotect` was 30 % of the client's CPU during
 //! the list in a slow run.
 //!
-//! So before decoding a batch of typed objects, the decoding thread asks for one block about
-//! as large as the objects will be and frees it at once. glibc serves a large request from
-//! the top of the thread's arena, growing it in one step, and the freed block goes back to
-//! that top, where the objects are then carved from. The block is never written, so it costs
+//! So before decoding a batch of typed objects (a list page, or the events of one chunk of a
+//! watch stream), the decoding thread asks for one block about as large as the objects will
+//! be and frees it at once. glibc serves a large request from the top of the thread's arena,
+//! growing it in one step, and the freed block goes back to that top, where the objects are
+//! then carved from. The block is never written, so it costs
 //! address space, not memory (peak RSS unchanged in the benchmarks). Other allocators
 //! (jemalloc, mimalloc) serve and take back the block as a large allocation of their own,
 //! at the cost of a call each.

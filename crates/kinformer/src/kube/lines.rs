@@ -7,6 +7,8 @@ use futures::{Stream, StreamExt};
 use serde::de::DeserializeOwned;
 
 use super::decode;
+use super::heap_reserve;
+use super::wire::Wire;
 use crate::cache::listwatch::{DecodeError, ListWatchError, WatchEvent};
 
 /// The longest watch line accepted (an event carrying one object; Kubernetes refuses objects
@@ -152,7 +154,11 @@ where
                 None => {}
             }
             match st.body.next().await {
-                Some(Ok(chunk)) => st.lines.push(chunk),
+                Some(Ok(chunk)) => {
+                    // Room for the typed objects of the events this chunk carries.
+                    heap_reserve::reserve(heap_reserve::for_body::<K>(chunk.len(), Wire::Json));
+                    st.lines.push(chunk)
+                }
                 Some(Err(e)) => {
                     st.done = true;
                     return Some((Err(e.into()), st));

@@ -267,7 +267,11 @@ where
                 None => {}
             }
             match st.body.next().await {
-                Some(Ok(chunk)) => st.frames.push(&chunk),
+                Some(Ok(chunk)) => {
+                    // Room for the typed objects of the events this chunk carries.
+                    heap_reserve::reserve(heap_reserve::for_body::<K>(chunk.len(), Wire::Protobuf));
+                    st.frames.push(&chunk)
+                }
                 Some(Err(e)) => {
                     st.done = true;
                     return Some((Err(e.into()), st));
