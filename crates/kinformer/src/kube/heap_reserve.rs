@@ -13,10 +13,9 @@
 //! watch stream), the decoding thread asks for one block about as large as the objects will
 //! be and frees it at once. glibc serves a large request from the top of the thread's arena,
 //! growing it in one step, and the freed block goes back to that top, where the objects are
-//! then carved from. The block is never written, so it costs
-//! address space, not memory (peak RSS unchanged in the benchmarks). Other allocators
-//! (jemalloc, mimalloc) serve and take back the block as a large allocation of their own,
-//! at the cost of a call each.
+//! then carved from. The block is never written, so it costs address space, not memory (peak
+//! RSS unchanged in the benchmarks). Other allocators (jemalloc, mimalloc) serve and take back
+//! the block as a large allocation of their own, at the cost of a call each.
 //!
 //! Not for `Lazy` objects: a lean informer's objects are about as small as their bytes, and
 //! reserving for them only raised the peak RSS (E1C: 57–64 MiB against 53–57).
