@@ -6,6 +6,7 @@ use std::future::Future;
 use std::hash::Hash;
 use std::time::Duration;
 
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -65,8 +66,9 @@ pub enum Action {
 /// ```
 ///
 /// # Cancel safety
-/// Prefer `cancel`: dropping the future abandons the workers between awaits (each key is
-/// retried by whoever runs the controller next).
+/// Prefer `cancel`: dropping the future aborts the workers where they wait, mid-reconcile if
+/// need be (each key is retried by whoever runs the controller next), and no reconcile
+/// starts or goes on after that.
 pub async fn run_workers<T, F, Fut, E>(
     queue: &RateLimitingQueue<T>,
     workers: usize,
@@ -78,16 +80,16 @@ pub async fn run_workers<T, F, Fut, E>(
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: fmt::Display + Send + 'static,
 {
-    let tasks: Vec<_> = (0..workers.max(1))
-        .map(|_| {
-            let (queue, cancel, reconcile) = (queue.clone(), cancel.clone(), reconcile.clone());
-            tokio::spawn(async move { worker(&queue, &cancel, &reconcile).await })
-        })
-        .collect();
+    // Owned by this future: if it is dropped, so are the workers (aborted where they wait).
+    let mut tasks = JoinSet::new();
+    for _ in 0..workers.max(1) {
+        let (queue, cancel, reconcile) = (queue.clone(), cancel.clone(), reconcile.clone());
+        tasks.spawn(async move { worker(&queue, &cancel, &reconcile).await });
+    }
     cancel.cancelled().await;
     queue.shut_down();
-    for task in tasks {
-        if let Err(e) = task.await {
+    while let Some(finished) = tasks.join_next().await {
+        if let Err(e) = finished {
             tracing::error!(error = %e, "worker task failed");
         }
     }
@@ -194,5 +196,60 @@ mod tests {
             "forgotten on success"
         );
         assert!(queue.is_shutting_down());
+    }
+
+    /// Marks its flag when dropped: a reconcile's future holds one while it runs.
+    struct Alive(Arc<std::sync::atomic::AtomicBool>, Arc<tokio::sync::Notify>);
+
+    impl Drop for Alive {
+        fn drop(&mut self) {
+            self.0.store(false, std::sync::atomic::Ordering::SeqCst);
+            self.1.notify_one();
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dropping_the_future_stops_its_workers_mid_reconcile() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+        let queue = RateLimitingQueue::new(default_controller_rate_limiter());
+        queue.add("ns/a".to_string());
+        let alive = Arc::new(AtomicBool::new(false));
+        let dropped = Arc::new(tokio::sync::Notify::new());
+        let started = Arc::new(tokio::sync::Notify::new());
+        let calls = Arc::new(AtomicUsize::new(0));
+        let reconcile = {
+            let (alive, dropped, started) = (alive.clone(), dropped.clone(), started.clone());
+            let calls = calls.clone();
+            move |_key: String| {
+                let guard = Alive(alive.clone(), dropped.clone());
+                let (alive, started, calls) = (alive.clone(), started.clone(), calls.clone());
+                async move {
+                    let _guard = guard;
+                    alive.store(true, Ordering::SeqCst);
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    started.notify_one();
+                    // A reconcile that would go on writing for a long time.
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok::<_, String>(Action::Done)
+                }
+            }
+        };
+        let run = tokio::spawn({
+            let queue = queue.clone();
+            async move { run_workers(&queue, 2, CancellationToken::new(), reconcile).await }
+        });
+        started.notified().await;
+        assert!(alive.load(Ordering::SeqCst));
+        // A crashed process: the runner's task is aborted, its cancel token never fires.
+        run.abort();
+        assert!(run.await.is_err_and(|e| e.is_cancelled()));
+        dropped.notified().await;
+        assert!(!alive.load(Ordering::SeqCst), "the reconcile was dropped");
+        // No worker is left to take a key added afterwards.
+        queue.add("ns/b".to_string());
+        tokio::time::sleep(Duration::from_secs(7200)).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(queue.len(), 1, "ns/b waits for the next runner");
     }
 }

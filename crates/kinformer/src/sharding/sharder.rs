@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::assignment::ShardKey;
 use super::handover::{DRAIN_ANNOTATION, DRAINED_ANNOTATION, SHARD_LABEL, ShardAction, decide};
@@ -280,10 +281,11 @@ where
             return;
         }
         let stop = leading.child_token();
-        let run = tokio::spawn({
+        // Stops with this future if it is dropped, not only when `stop` fires.
+        let run = AbortOnDropHandle::new(tokio::spawn({
             let (informer, stop) = (informer.clone(), stop.clone());
             async move { informer.run(stop).await }
-        });
+        }));
         let sources: [&dyn HasSynced; 1] = [&informer];
         if wait_for_cache_sync(&leading, &sources).await {
             tracing::info!(
