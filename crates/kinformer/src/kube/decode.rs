@@ -256,7 +256,7 @@ fn whole_list<K: DeserializeOwned>(decoder: JsonDecoder, body: &str) -> Option<O
         return None;
     }
     // The whole page on this thread: room for all of its objects (only typed ones get here).
-    heap_reserve::reserve(heap_reserve::for_body::<K>(body.len(), Wire::Json));
+    heap_reserve::reserve_for_body::<K>(body.len(), Wire::Json);
     let list = decoder.decode::<WholeList<K>>(body).ok()?;
     Some(ObjectList {
         items: list.items.map(|i| i.0).unwrap_or_default(),

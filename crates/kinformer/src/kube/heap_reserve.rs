@@ -54,6 +54,11 @@ pub(crate) fn for_body<K>(body_len: usize, wire: Wire) -> usize {
     per_item::<K>(body_len, 1, wire)
 }
 
+/// Makes room for the typed objects of a `body_len`-byte body of `wire` (see [`for_body`]).
+pub(crate) fn reserve_for_body<K>(body_len: usize, wire: Wire) {
+    reserve(for_body::<K>(body_len, wire));
+}
+
 /// The block [`reserve`] asks for `bytes` of objects.
 fn block_len(bytes: usize) -> usize {
     bytes.min(MAX_RESERVE)

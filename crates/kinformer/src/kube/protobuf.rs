@@ -269,7 +269,7 @@ where
             match st.body.next().await {
                 Some(Ok(chunk)) => {
                     // Room for the typed objects of the events this chunk carries.
-                    heap_reserve::reserve(heap_reserve::for_body::<K>(chunk.len(), Wire::Protobuf));
+                    heap_reserve::reserve_for_body::<K>(chunk.len(), Wire::Protobuf);
                     st.frames.push(&chunk)
                 }
                 Some(Err(e)) => {

@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::Future;
 
 use futures::future::{BoxFuture, FutureExt};
-use tokio::task::JoinHandle;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::cache::listwatch::{ListWatchError, ObjectList};
 
@@ -62,9 +62,9 @@ impl<K> NextPage<K> {
         D: FnOnce(T) -> P + Send + 'static,
         P: Future<Output = Result<PrefetchedPage<K>, ListWatchError>> + Send + 'static,
     {
-        let mut fetch = AbortOnDrop(tokio::spawn(fetch));
+        let mut fetch = AbortOnDropHandle::new(tokio::spawn(fetch));
         let page = async move {
-            match (&mut fetch.0).await {
+            match (&mut fetch).await {
                 Ok(fetched) => then(fetched).await,
                 Err(e) => match e.try_into_panic() {
                     Ok(panic) => std::panic::resume_unwind(panic),
@@ -115,15 +115,6 @@ async fn let_it_start() {
         tokio::task::yield_now().await;
     } else {
         drop(tokio::spawn(async {}));
-    }
-}
-
-/// A spawned task, aborted when its handle is dropped.
-struct AbortOnDrop<T>(JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
