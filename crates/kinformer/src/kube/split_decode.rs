@@ -44,6 +44,17 @@ fn threads_for(items: usize) -> usize {
         .max(1)
 }
 
+/// The items per chunk: [`CHUNKS_PER_THREAD`] chunks per thread, and no more items than
+/// one block of a reservation makes room for ([`heap_reserve::MAX_BLOCK`] bytes: see there).
+fn chunk_len(items: usize, threads: usize, reserve_per_item: usize) -> usize {
+    let per_thread = items.div_ceil(threads * CHUNKS_PER_THREAD);
+    match heap_reserve::MAX_BLOCK.checked_div(reserve_per_item) {
+        Some(fit) => per_thread.min(fit),
+        None => per_thread,
+    }
+    .max(1)
+}
+
 /// Whether a body of `len` bytes is large enough to be decoded on several threads.
 pub(crate) fn is_large(len: usize) -> bool {
     len >= MIN_SPLIT_BYTES
@@ -85,7 +96,7 @@ where
         return items.iter().map(&decode).collect();
     }
     let chunks: Vec<&[I]> = items
-        .chunks(items.len().div_ceil(threads * CHUNKS_PER_THREAD))
+        .chunks(chunk_len(items.len(), threads, reserve_per_item))
         .collect();
     // Thread `t` starts with chunk `t`; the chunks after the first `threads` are claimed.
     let next = AtomicUsize::new(threads);
@@ -170,6 +181,16 @@ mod tests {
             let decoded = decode_items(&items, 0, |i| i * 2);
             assert_eq!(decoded, (0..n).map(|i| i * 2).collect::<Vec<_>>(), "{n}");
         }
+    }
+
+    #[test]
+    fn a_chunk_holds_no_more_than_one_block_of_objects() {
+        let block = heap_reserve::MAX_BLOCK;
+        // 100,000 protobuf pods on 2 threads: 32 chunks would hold 3,125 pods, 21 MB.
+        assert_eq!(chunk_len(100_000, 2, 6_800), block / 6_800);
+        assert_eq!(chunk_len(100_000, 2, 0), 3_125);
+        assert_eq!(chunk_len(1_000, 2, 100), 32);
+        assert_eq!(chunk_len(10, 2, usize::MAX), 1);
     }
 
     #[test]
