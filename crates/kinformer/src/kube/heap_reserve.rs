@@ -44,6 +44,9 @@ pub(crate) const MAX_BLOCK: usize = 4 << 20;
 /// The most reserved at once, in blocks of at most [`MAX_BLOCK`].
 const MAX_RESERVE: usize = 16 << 20;
 
+/// The most blocks one reservation asks for.
+const MAX_BLOCKS: usize = MAX_RESERVE.div_ceil(MAX_BLOCK);
+
 /// The bytes to reserve per item for `items` objects of type `K` decoded from `body_len`
 /// bytes of `wire`: `0` for `Lazy` objects (see the module docs).
 pub(crate) fn per_item<K>(body_len: usize, items: usize, wire: Wire) -> usize {
@@ -78,7 +81,11 @@ fn block_lens(bytes: usize) -> impl Iterator<Item = usize> {
 /// nothing for `0`. The blocks are all held, then freed: they lie one after the other at
 /// the top of the arena and go back to it together.
 pub(crate) fn reserve(bytes: usize) {
-    let blocks: Vec<Vec<u8>> = block_lens(bytes).map(Vec::with_capacity).collect();
+    // Held in an array, not a vector: a watch stream reserves per chunk, and the blocks are
+    // the only allocations this should make (an unused slot's empty vector allocates nothing).
+    let mut lens = block_lens(bytes);
+    let blocks: [Vec<u8>; MAX_BLOCKS] =
+        std::array::from_fn(|_| Vec::with_capacity(lens.next().unwrap_or(0)));
     // Without this the compiler may leave out allocations nothing reads.
     std::hint::black_box(&blocks);
     drop(blocks);
