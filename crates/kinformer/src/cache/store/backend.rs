@@ -16,9 +16,10 @@ use std::sync::Arc;
 use kube_core::Resource;
 use parking_lot::RwLock;
 
+use super::entries::Slab;
 use super::error::IndexerError;
 use super::tables::{Item, State, Stored, Tables};
-use super::{EntrySet, FastMap, PreviousItems};
+use super::{FastMap, PreviousItems};
 use crate::cache::meta::ObjectKey;
 
 /// `obj`'s resourceVersion (empty when absent, as client-go reads it).
@@ -30,7 +31,7 @@ pub(super) fn version_of<K: Resource>(obj: &K) -> &str {
 pub(super) type Replaced<K> = (PreviousItems<K>, Vec<Arc<K>>);
 
 /// The entry set type of backend `B`'s indices.
-pub(super) type SetOf<K, B> = <<B as Backend<K>>::V as Stored>::Set;
+pub(super) type SetOf<K, B> = Slab<<<B as Backend<K>>::V as Stored>::Raw>;
 
 /// How a stored object is read back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +73,7 @@ impl ReadError for IndexerError {
 }
 
 /// The entry set of one index value, with what readers copy out of it.
-pub(super) trait Entries<V: Stored>: EntrySet<Entry = V> {
+pub(super) trait Entries<V: Stored> {
     /// Appends every entry's raw value.
     fn raws(&self, out: &mut Vec<V::Raw>);
     /// The raw values of the entries of all `sets`, each key once.

@@ -1,272 +1,165 @@
-//! The index entry set of typed storage (compact storage's is in `compact::backend`).
+//! The entry set of one index value: a slab of entries addressed by position.
 //!
-//! Typed mode keeps, per index value, a set of the objects themselves with the hash of their
-//! key (16 bytes per entry): compared by the key `namespace/name` read from the object, so no
-//! key string is stored, `by_index` clones the objects straight out of the set, and a growing
-//! set rehashes without touching the objects (it rehashes by the stored hash).
+//! Each stored object keeps, beside it in the item map, where its entries are: for every
+//! index value, the value's id and the entry's position in that value's set (a [`Loc`]). So a
+//! write that replaces or deletes an object reaches its entries directly — it overwrites or
+//! frees a slot — without hashing or comparing keys, and without reading (typed) or decoding
+//! (compact) the old object.
 //!
-//! A write that replaces an object finds the old entry by the old object's address (which the
-//! item map holds), so it never reads a key out of the old object, which is rarely in cache:
-//! an index value the update keeps is refreshed in place (one probe, the entry's object
-//! swapped), one it drops is removed the same way.
+//! A freed slot goes on the set's free list and is the next one filled, so a set whose entries
+//! come and go (an update moving objects between index values) neither grows nor rehashes:
+//! once a set has held `n` entries it keeps room for `n` until it is empty and dropped (as a
+//! Go map keeps its buckets). An entry is what readers copy out: the object's `Arc` in typed
+//! storage (8 bytes), the key and the encoding in compact storage (32 bytes).
 
-use std::hash::{BuildHasher, Hash, Hasher};
-use std::sync::{Arc, LazyLock};
-
-use hashbrown::HashTable;
-use hashbrown::hash_table::Entry;
-use kube_core::Resource;
-
-use crate::cache::meta::{ObjectKey, with_key_str};
-use crate::cache::store::{EntrySet, FastState};
-
-/// The seed of key hashes (random per process, like the maps' own).
-static KEY_HASH: LazyLock<FastState> = LazyLock::new(FastState::default);
-
-/// The hash of the key `parts` describe: of the key string itself (joined on the stack when
-/// given as a namespace and a name), so a key string and the namespace and name it was made
-/// of hash alike, and a key string is hashed in one pass.
-fn key_hash((ns, name): (&str, &str)) -> u64 {
-    let ns = (!ns.is_empty()).then_some(ns);
-    with_key_str(ns, name, |key| KEY_HASH.hash_one(key))
+/// Where an object's entry for one index value is: the value's id in its index and the
+/// entry's position in the value's set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Loc {
+    pub(crate) id: u32,
+    pub(crate) pos: u32,
 }
 
-/// True if both describe the same key string.
-fn same_key((a_ns, a_name): (&str, &str), (b_ns, b_name): (&str, &str)) -> bool {
-    let sep = |ns: &str| if ns.is_empty() { 0 } else { 1 };
-    if a_ns.len() + sep(a_ns) + a_name.len() != b_ns.len() + sep(b_ns) + b_name.len() {
-        return false;
-    }
-    let a = a_ns
-        .bytes()
-        .chain((!a_ns.is_empty()).then_some(b'/'))
-        .chain(a_name.bytes());
-    let b = b_ns
-        .bytes()
-        .chain((!b_ns.is_empty()).then_some(b'/'))
-        .chain(b_name.bytes());
-    a.eq(b)
+/// The entries of one index value (see the module docs).
+///
+/// Invariants: `free` lists exactly the empty slots of `slots`, each once; `len` counts the
+/// filled ones.
+#[derive(Debug)]
+pub(crate) struct Slab<T> {
+    slots: Vec<Option<T>>,
+    free: Vec<u32>,
+    len: usize,
 }
 
-/// The namespace (`""` for none) and the name of a key string.
-fn key_str_parts(key: &ObjectKey) -> (&str, &str) {
-    ("", key.as_str())
-}
-
-/// A typed index entry: the stored object and the hash of its key.
-pub(super) struct ByKey<K> {
-    hash: u64,
-    pub(super) obj: Arc<K>,
-}
-
-#[cfg(test)]
-impl<K: Resource> ByKey<K> {
-    /// The entry of `obj`, hashed from its namespace and name.
-    fn new(obj: Arc<K>) -> Self {
-        ByKey {
-            hash: key_hash(parts(&*obj)),
-            obj,
+impl<T> Slab<T> {
+    /// A set holding only `entry`, at position 0.
+    pub(crate) fn with(entry: T) -> Self {
+        Slab {
+            slots: vec![Some(entry)],
+            free: Vec::new(),
+            len: 1,
         }
     }
-}
 
-impl<K> ByKey<K> {
-    /// The entry of `obj`, stored under `key` (hashed from the key string, which hashes as
-    /// the object's namespace and name do).
-    fn with_key(key: &ObjectKey, obj: &Arc<K>) -> Self {
-        ByKey {
-            hash: key_hash(key_str_parts(key)),
-            obj: Arc::clone(obj),
-        }
-    }
-}
-
-impl<K> Clone for ByKey<K> {
-    fn clone(&self) -> Self {
-        ByKey {
-            hash: self.hash,
-            obj: Arc::clone(&self.obj),
-        }
-    }
-}
-
-fn parts<K: Resource>(obj: &K) -> (&str, &str) {
-    let meta = obj.meta();
-    (
-        meta.namespace.as_deref().unwrap_or(""),
-        meta.name.as_deref().unwrap_or(""),
-    )
-}
-
-impl<K: Resource> ByKey<K> {
-    /// The namespace (`""` for none) and the name of the entry's key, read from the object.
-    pub(super) fn key_parts(&self) -> (&str, &str) {
-        parts(&*self.obj)
-    }
-}
-
-impl<K> Hash for ByKey<K> {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.hash);
-    }
-}
-
-/// Same key: equal hashes, and the same object or equal keys read from both.
-impl<K: Resource> PartialEq for ByKey<K> {
-    fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash
-            && (Arc::ptr_eq(&self.obj, &other.obj) || same_key(self.key_parts(), other.key_parts()))
-    }
-}
-
-impl<K: Resource> Eq for ByKey<K> {}
-
-/// The entries of one index value in typed storage, by key (see the module docs).
-pub(super) struct TypedSet<K>(HashTable<ByKey<K>>);
-
-impl<K: Resource> TypedSet<K> {
     /// Every entry, in no particular order.
-    pub(super) fn iter(&self) -> impl Iterator<Item = &ByKey<K>> {
-        self.0.iter()
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.slots.iter().flatten()
+    }
+
+    /// Every entry, in no particular order.
+    #[cfg_attr(not(any(test, feature = "compact")), allow(dead_code))]
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.slots.iter_mut().flatten()
     }
 
     /// The number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when no entry is left.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Stores `entry` in a free slot (the last one freed) or a new one; returns its position,
+    /// or gives `entry` back when no position is left (`u32::MAX` slots).
+    pub(crate) fn put(&mut self, entry: T) -> Result<u32, T> {
+        if let Some(pos) = self.free.pop()
+            && let Some(slot) = self.slots.get_mut(pos as usize)
+        {
+            *slot = Some(entry);
+            self.len += 1;
+            return Ok(pos);
+        }
+        let Ok(pos) = u32::try_from(self.slots.len()) else {
+            return Err(entry);
+        };
+        self.slots.push(Some(entry));
+        self.len += 1;
+        Ok(pos)
+    }
+
+    /// Replaces the entry at `pos` with `entry`, returning the one it held; `None` (and
+    /// `entry` dropped) if no entry is there.
+    pub(crate) fn set(&mut self, pos: u32, entry: T) -> Option<T> {
+        match self.slots.get_mut(pos as usize) {
+            Some(slot @ Some(_)) => slot.replace(entry),
+            _ => None,
+        }
+    }
+
+    /// Removes and returns the entry at `pos`, if there is one.
+    pub(crate) fn remove(&mut self, pos: u32) -> Option<T> {
+        let old = self.slots.get_mut(pos as usize)?.take()?;
+        self.free.push(pos);
+        self.len -= 1;
+        Some(old)
+    }
+
+    /// The entry at `pos`, if there is one.
     #[cfg(test)]
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// The entry of `key`, if any.
-    #[cfg(test)]
-    fn get(&self, key: &ObjectKey) -> Option<&ByKey<K>> {
-        let parts = key_str_parts(key);
-        self.0
-            .find(key_hash(parts), |e| same_key(e.key_parts(), parts))
-    }
-}
-
-impl<K: Resource> EntrySet for TypedSet<K> {
-    type Entry = Arc<K>;
-    type Item = ByKey<K>;
-
-    fn item(key: &ObjectKey, entry: &Arc<K>) -> ByKey<K> {
-        ByKey::with_key(key, entry)
-    }
-
-    fn with_one() -> Self {
-        TypedSet(HashTable::with_capacity(1))
-    }
-
-    fn put(&mut self, item: &ByKey<K>) {
-        // An entry of the same key points at the new object from now on (one probe finds
-        // it or the free slot).
-        match self.0.entry(item.hash, |e| e == item, |e| e.hash) {
-            Entry::Occupied(mut e) => e.get_mut().obj = Arc::clone(&item.obj),
-            Entry::Vacant(slot) => {
-                slot.insert(item.clone());
-            }
-        }
-    }
-
-    fn old_item(item: &ByKey<K>, old: &Arc<K>) -> Option<ByKey<K>> {
-        Some(ByKey {
-            hash: item.hash,
-            obj: Arc::clone(old),
-        })
-    }
-
-    fn refresh(&mut self, old: &ByKey<K>, new: &ByKey<K>) {
-        // Found by the old object's address: no key is read, and the entry is changed where
-        // it is (one probe, no removal and insertion).
-        match self.0.find_mut(old.hash, |e| Arc::ptr_eq(&e.obj, &old.obj)) {
-            Some(e) => e.obj = Arc::clone(&new.obj),
-            None => self.put(new),
-        }
-    }
-
-    fn remove_item(&mut self, item: &ByKey<K>) {
-        if let Ok(entry) = self.0.find_entry(item.hash, |e| e == item) {
-            entry.remove();
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
+    pub(crate) fn get(&self, pos: u32) -> Option<&T> {
+        self.slots.get(pos as usize)?.as_ref()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::Pod;
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
 
     use super::*;
 
-    fn pod(ns: Option<&str>, name: &str) -> ByKey<Pod> {
-        let mut p = Pod::default();
-        p.metadata.namespace = ns.map(str::to_string);
-        p.metadata.name = Some(name.to_string());
-        ByKey::new(Arc::new(p))
-    }
-
     #[test]
-    fn objects_hash_and_compare_as_their_key_strings() {
-        let cases = [
-            (Some("ns"), "a", "ns/a"),
-            (None, "a", "a"),
-            (Some(""), "node-1", "node-1"),
-            (Some("ns"), "a/b", "ns/a/b"),
-        ];
-        for (ns, name, key) in cases {
-            let obj = pod(ns, name);
-            let key = ObjectKey::from(key);
-            let by_key = ByKey::with_key(&key, &obj.obj);
-            assert_eq!(obj.hash, by_key.hash, "{key}");
-            assert!(same_key(obj.key_parts(), key_str_parts(&key)), "{key}");
+    fn a_freed_slot_is_filled_next_and_the_set_does_not_grow() {
+        let mut s = Slab::with("a");
+        let b = s.put("b").unwrap();
+        let c = s.put("c").unwrap();
+        assert_eq!((b, c), (1, 2));
+        assert_eq!(s.remove(b), Some("b"));
+        assert_eq!(s.remove(b), None, "a slot is freed once");
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.put("d").unwrap(), b);
+        assert_eq!(s.set(c, "e"), Some("c"));
+        assert_eq!(s.set(7, "x"), None);
+        let mut all: Vec<_> = s.iter().copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, ["a", "d", "e"]);
+        for _ in 0..100 {
+            let p = s.put("f").unwrap();
+            s.remove(p);
         }
-        assert!(!same_key(
-            pod(Some("ns"), "a").key_parts(),
-            key_str_parts(&ObjectKey::from("ns/b"))
-        ));
-        assert!(!same_key(
-            pod(Some("n"), "sa").key_parts(),
-            key_str_parts(&ObjectKey::from("ns/a"))
-        ));
+        assert_eq!(s.slots.len(), 4);
     }
 
-    #[test]
-    fn a_typed_set_finds_replaces_and_removes_by_key() {
-        let mut set: TypedSet<Pod> = EntrySet::with_one();
-        let key = ObjectKey::from("ns/a");
-        let first = pod(Some("ns"), "a");
-        set.put(&<TypedSet<Pod>>::item(&key, &first.obj));
-        let second = pod(Some("ns"), "a");
-        set.put(&<TypedSet<Pod>>::item(&key, &second.obj));
-        assert_eq!(set.len(), 1);
-        let stored = set.get(&ObjectKey::from("ns/a")).unwrap();
-        assert!(Arc::ptr_eq(&stored.obj, &second.obj));
-        set.remove_item(&ByKey::new(Arc::clone(&first.obj)));
-        assert!(EntrySet::is_empty(&set));
-    }
-
-    #[test]
-    fn refresh_swaps_the_old_object_for_the_new_one_under_the_same_key() {
-        let mut set: TypedSet<Pod> = EntrySet::with_one();
-        let key = ObjectKey::from("ns/a");
-        let old = pod(Some("ns"), "a");
-        let other = pod(Some("ns"), "b");
-        set.put(&<TypedSet<Pod>>::item(&key, &old.obj));
-        set.put(&<TypedSet<Pod>>::item(&ObjectKey::from("ns/b"), &other.obj));
-        let new = pod(Some("ns"), "a");
-        let new_item = <TypedSet<Pod>>::item(&key, &new.obj);
-        let old_item = <TypedSet<Pod>>::old_item(&new_item, &old.obj).unwrap();
-        set.refresh(&old_item, &new_item);
-        assert_eq!(set.len(), 2);
-        let stored = set.get(&key).unwrap();
-        assert!(Arc::ptr_eq(&stored.obj, &new.obj));
-        assert_eq!(
-            Arc::strong_count(&old.obj),
-            2,
-            "the set let go of the old object"
-        );
+    proptest! {
+        /// Against a model (position → entry): any sequence of puts, sets and removes keeps
+        /// the same entries at the same positions.
+        #[test]
+        fn the_slab_behaves_as_a_map_of_positions(ops in prop::collection::vec((0u8..3, 0u32..12, 0u32..1000), 1..200)) {
+            let mut s = Slab::with(0u32);
+            let mut model: HashMap<u32, u32> = HashMap::from([(0, 0)]);
+            for (op, pos, v) in ops {
+                match op {
+                    0 => {
+                        let p = s.put(v).unwrap();
+                        prop_assert!(model.insert(p, v).is_none(), "position {} was taken", p);
+                    }
+                    1 => {
+                        prop_assert_eq!(s.set(pos, v), model.get(&pos).copied());
+                        if let Some(e) = model.get_mut(&pos) {
+                            *e = v;
+                        }
+                    }
+                    _ => prop_assert_eq!(s.remove(pos), model.remove(&pos)),
+                }
+                prop_assert_eq!(s.len(), model.len());
+                for (p, v) in &model {
+                    prop_assert_eq!(s.get(*p), Some(v));
+                }
+            }
+        }
     }
 }

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 
+use super::entries::{Loc, Slab};
 use super::value_ids::NO_ID;
-use crate::cache::meta::ObjectKey;
 
 pub(crate) use crate::hash::{FastMap, FastSet, FastState};
 
@@ -71,59 +71,32 @@ pub fn label_index_func<K: Resource>(label: impl Into<String>) -> IndexFunc<K> {
     })
 }
 
-/// The set of entries one index value maps to: the keys of the objects that produced it,
-/// with whatever the storage mode keeps per entry.
-pub(crate) trait EntrySet {
-    /// What is stored per key (the object in typed mode, its encoding in compact mode).
-    type Entry;
-    /// A key with its entry, made once per write for every index value it touches (typed
-    /// mode: with the key's hash, so it is hashed once).
-    type Item;
-    /// The item of `key` with `entry`.
-    fn item(key: &ObjectKey, entry: &Self::Entry) -> Self::Item;
-    /// An empty set sized for one entry.
-    fn with_one() -> Self;
-    /// Inserts `item`, replacing an entry with the same key.
-    fn put(&mut self, item: &Self::Item);
-    /// The item of `item`'s key with the entry `old` that it replaces, if this storage finds
-    /// entries faster by it (typed: by the old object's address).
-    fn old_item(_item: &Self::Item, _old: &Self::Entry) -> Option<Self::Item> {
-        None
-    }
-    /// Replaces the entry `old` (stored, of the same key as `new`) with `new`.
-    fn refresh(&mut self, _old: &Self::Item, new: &Self::Item) {
-        self.put(new);
-    }
-    /// Removes the entry with `item`'s key, if any.
-    fn remove_item(&mut self, item: &Self::Item);
-    /// True when no entry is left.
-    fn is_empty(&self) -> bool;
-}
-
 /// One index value and the set of entries of the objects that produced it.
 #[derive(Debug)]
-struct Slot<S> {
+struct Slot<T> {
     value: Arc<str>,
-    set: S,
+    set: Slab<T>,
 }
 
 /// One index: value → the set of entries of the objects that produced it.
 ///
-/// Values are interned: each value present has a slot, whose id the items that have the value
-/// keep (see [`ValueIds`](super::value_ids::ValueIds)), so a write reaches the set of a value
-/// it already had by id, without hashing the value.
+/// Values are interned: each value present has a slot, and each entry a position in the
+/// value's set; the items keep both (see [`ValueIds`](super::value_ids::ValueIds)), so a
+/// write reaches the entries of the object it replaces by id and position, without hashing
+/// the value or a key.
 ///
-/// Invariants: no value maps to an empty set; an entry keeps what is stored under its key in
-/// the item map; `ids` maps every value of a live slot to its id, and nothing else.
+/// Invariants: no value maps to an empty set; each stored object has exactly one entry per
+/// value it has, at the place its item keeps, holding what is stored under its key in the
+/// item map; `ids` maps every value of a live slot to its id, and nothing else.
 #[derive(Debug)]
-pub(crate) struct Index<S> {
+pub(crate) struct Index<T> {
     ids: FastMap<Arc<str>, u32>,
     /// By id; `None` for a free id (listed in `free`).
-    slots: Vec<Option<Slot<S>>>,
+    slots: Vec<Option<Slot<T>>>,
     free: Vec<u32>,
 }
 
-impl<S> Default for Index<S> {
+impl<T> Default for Index<T> {
     fn default() -> Self {
         Index {
             ids: FastMap::default(),
@@ -133,9 +106,9 @@ impl<S> Default for Index<S> {
     }
 }
 
-impl<S> Index<S> {
+impl<T> Index<T> {
     /// The entries of the objects with `value`, if any.
-    pub(crate) fn get(&self, value: &str) -> Option<&S> {
+    pub(crate) fn get(&self, value: &str) -> Option<&Slab<T>> {
         let id = *self.ids.get(value)?;
         self.slot(id).map(|s| &s.set)
     }
@@ -152,41 +125,43 @@ impl<S> Index<S> {
 
     /// Every value's set.
     #[cfg_attr(not(any(test, feature = "compact")), allow(dead_code))]
-    pub(crate) fn sets_mut(&mut self) -> impl Iterator<Item = &mut S> {
+    pub(crate) fn sets_mut(&mut self) -> impl Iterator<Item = &mut Slab<T>> {
         self.slots.iter_mut().flatten().map(|s| &mut s.set)
     }
 
     /// Every value's set.
     #[cfg(test)]
-    pub(crate) fn sets(&self) -> impl Iterator<Item = &S> {
+    pub(crate) fn sets(&self) -> impl Iterator<Item = &Slab<T>> {
         self.slots.iter().flatten().map(|s| &s.set)
     }
 
-    fn slot(&self, id: u32) -> Option<&Slot<S>> {
+    fn slot(&self, id: u32) -> Option<&Slot<T>> {
         self.slots.get(id as usize)?.as_ref()
     }
 }
 
-impl<S: EntrySet> Index<S> {
-    /// Records `item` under `value` (creating the value's slot if needed); returns the
-    /// value's id.
+impl<T: Clone> Index<T> {
+    /// Records `entry` under `value` (creating the value's slot if needed); returns where.
     ///
     /// # Panics
-    /// When the index would hold `u32::MAX` distinct values (a capacity overflow, as a
-    /// `Vec`'s: each value's slot holds at least one entry of a stored object).
-    pub(crate) fn put(&mut self, value: &str, item: &S::Item) -> u32 {
+    /// When the index would hold `u32::MAX` distinct values, or a value `u32::MAX` entries
+    /// (a capacity overflow, as a `Vec`'s: each entry is of a stored object).
+    pub(crate) fn put(&mut self, value: &str, entry: &T) -> Loc {
         if let Some(&id) = self.ids.get(value)
             && let Some(Some(slot)) = self.slots.get_mut(id as usize)
         {
-            slot.set.put(item);
-            return id;
+            let Ok(pos) = slot.set.put(entry.clone()) else {
+                panic!(
+                    "capacity overflow: an index value holds {} entries",
+                    slot.set.len()
+                )
+            };
+            return Loc { id, pos };
         }
         let value: Arc<str> = Arc::from(value);
-        let mut set = S::with_one();
-        set.put(item);
         let slot = Some(Slot {
             value: Arc::clone(&value),
-            set,
+            set: Slab::with(entry.clone()),
         });
         let id = match self.free.pop() {
             Some(id) => {
@@ -208,56 +183,53 @@ impl<S: EntrySet> Index<S> {
             }
         };
         self.ids.insert(value, id);
-        id
+        Loc { id, pos: 0 }
     }
 
-    /// Moves `item`'s key from the values with ids `old` to the values `new`, pushing the
-    /// ids of `new` onto `out`. Sets of values in both are refreshed in place (they must hold
-    /// the new entry); `stored` is the entry stored under the `old` values (see
-    /// [`EntrySet::old_item`]).
+    /// Moves an object's entries from the places `old` to the values `new`, with `entry` as
+    /// the new entry, pushing the new places onto `out`. The entry of a value in both is
+    /// overwritten where it is; the others are freed, or put in their value's set.
     pub(crate) fn update(
         &mut self,
-        old: &[u32],
-        stored: &S::Item,
-        item: &S::Item,
+        old: &[Loc],
+        entry: &T,
         new: &[impl AsRef<str>],
-        out: &mut Vec<u32>,
+        out: &mut Vec<Loc>,
     ) {
-        for &id in old {
+        for &loc in old {
             let kept = self
-                .value(id)
+                .value(loc.id)
                 .is_some_and(|v| new.iter().any(|n| n.as_ref() == v));
             if !kept {
-                self.remove(id, stored);
+                self.remove(loc);
             }
         }
         for value in new {
             let value = value.as_ref();
-            let id = match old.iter().find(|&&id| self.value(id) == Some(value)) {
-                Some(&id) => {
-                    if let Some(Some(slot)) = self.slots.get_mut(id as usize) {
-                        slot.set.refresh(stored, item);
+            let loc = match old.iter().find(|l| self.value(l.id) == Some(value)) {
+                Some(&loc) => {
+                    if let Some(Some(slot)) = self.slots.get_mut(loc.id as usize) {
+                        slot.set.set(loc.pos, entry.clone());
                     }
-                    id
+                    loc
                 }
-                None => self.put(value, item),
+                None => self.put(value, entry),
             };
-            out.push(id);
+            out.push(loc);
         }
     }
 
-    /// Removes `item`'s key from the set of the value with `id`, and the value once its set
-    /// is empty.
-    pub(crate) fn remove(&mut self, id: u32, item: &S::Item) {
-        let Some(Some(slot)) = self.slots.get_mut(id as usize) else {
+    /// Removes the entry at `loc`, and its value once the value's set is empty.
+    pub(crate) fn remove(&mut self, loc: Loc) {
+        let Some(Some(slot)) = self.slots.get_mut(loc.id as usize) else {
             return;
         };
-        slot.set.remove_item(item);
+        slot.set.remove(loc.pos);
         if slot.set.is_empty()
-            && let Some(slot) = self.slots[id as usize].take()
+            && let Some(slot) = self.slots[loc.id as usize].take()
         {
             self.ids.remove(&*slot.value);
-            self.free.push(id);
+            self.free.push(loc.id);
         }
     }
 }
@@ -269,8 +241,8 @@ pub(crate) struct IndexValues<S = String> {
     pub(crate) values: Vec<S>,
     /// `ends[i]` = end of index i's values in `values` (and of their ids in `ids`).
     pub(crate) ends: Vec<usize>,
-    /// The values' ids, filled by the write that stores them.
-    pub(crate) ids: Vec<u32>,
+    /// The places of the values' entries, filled by the write that stores them.
+    pub(crate) ids: Vec<Loc>,
 }
 
 impl<S> Default for IndexValues<S> {

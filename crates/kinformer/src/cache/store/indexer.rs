@@ -57,11 +57,14 @@ impl<K> Upserted<K> {
 /// - Writers are serialised by a separate writer mutex (taken before the state lock), so the
 ///   old object a write reads is still current when it applies — lock order: `writer` → `state`.
 /// - Index values whose key set becomes empty are removed.
-/// - Each stored object's index values are kept beside it (as ids of the values, which each
-///   index interns): a write computes only the new object's values and moves the key only
-///   between the sets of values that changed; a delete or replace finds the old entries by the
-///   kept ids. No write re-reads (typed) or decodes (compact) the object it replaces or
-///   deletes to find its index entries.
+/// - Each stored object's index entries are kept beside it as places (the id of the value,
+///   which each index interns, and the entry's position in the value's set): a write computes
+///   only the new object's values, overwrites the entries of values that did not change where
+///   they are, and frees or adds only those of values that changed; a delete or replace
+///   finds the old entries by the kept places. No write re-reads (typed) or decodes (compact)
+///   the object it replaces or deletes, nor hashes a key, to find its index entries. A freed
+///   entry's slot is the next one filled, so updates that move objects between values do not
+///   grow or rehash the sets.
 /// - An object that [`add`](Self::add) or [`update`](Self::update) replaces, and that nothing
 ///   else holds, is dropped on a background thread (a bounded number wait for it; past that
 ///   the writer drops them itself), so a writer does not free large objects piece by piece.
@@ -69,12 +72,13 @@ impl<K> Upserted<K> {
 ///   storage builds new tables and swaps them in; compact storage stages the differences
 ///   without the lock and applies them under it, so a relist holds only the changed objects
 ///   twice.
-/// - Memory: per object, one key string, held by the item map, and the ids of its index values
-///   (16 bytes inline for up to two indices with one value each). In typed storage an index
-///   entry is the object's `Arc` with the hash of its key (16 bytes), compared by the key read
-///   from the object, so `by_index` needs no second lookup: ≈ 136 bytes per object for the item
-///   map and two indices in the W4 workload, excluding the objects themselves (client-go: 141).
-///   In compact storage an entry is the shared key and the encoding (32 bytes).
+/// - Memory: per object, one key string, held by the item map, and the places of its index
+///   entries (24 bytes inline for up to two indices with one value each). In typed storage an
+///   index entry is the object's `Arc` (8 bytes), so `by_index` needs no second lookup: ≈ 108
+///   bytes per object for the item map and two indices in the W4 workload, excluding the
+///   objects themselves (client-go: 141). In compact storage an entry is the shared key and
+///   the encoding (32 bytes). A value's set keeps room for as many entries as it once held
+///   until it is empty (as a Go map keeps its buckets).
 ///
 /// Two storages, chosen at construction, behind the same API and semantics:
 /// - typed ([`Indexer::new`]): objects kept as `Arc<K>`. Reads cannot fail: the `try_`

@@ -7,8 +7,8 @@ use kube_core::Resource;
 use super::backend::{Backend, Entries, ReadError, SetOf, Via};
 use super::core::Core;
 use super::error::IndexerError;
-use super::tables::{State, compute_values_into, empty_indices, insert, sorted};
-use super::{EntrySet, IndexFunc, IndexValues, Indexers};
+use super::tables::{State, Stored, compute_values_into, empty_indices, insert, sorted};
+use super::{IndexFunc, IndexValues, Indexers};
 use crate::cache::meta::{ObjectKey, meta_namespace_key};
 
 impl<K, B: Backend<K>> Core<K, B> {
@@ -116,9 +116,9 @@ where
         for (key, v) in &items {
             let obj = self.object_of(key, v, Via::Direct)?;
             compute_values_into(&new, key, &obj, &mut vals)?;
-            let item = SetOf::<K, B>::item(key, v);
+            let entry = B::V::raw(key, v);
             let IndexValues { values, ends, ids } = &mut vals;
-            added_ids.push(insert(&mut added, &item, values, ends, ids));
+            added_ids.push(insert(&mut added, &entry, values, ends, ids));
         }
         let (n, m) = (funcs.len(), new.len());
         let mut list: Vec<(String, IndexFunc<K>)> = funcs.iter().cloned().collect();

@@ -4,35 +4,32 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 
-use super::entries::TypedSet;
+use super::entries::Loc;
 use super::error::IndexerError;
 use super::index::group;
 use super::value_ids::ValueIds;
-use super::{EntrySet, FastMap, FastState, Index, IndexFunc, IndexValues, Indexers};
+use super::{FastMap, FastState, Index, IndexFunc, IndexValues, Indexers};
 use crate::cache::meta::ObjectKey;
 
 /// What one storage keeps per object.
 pub(super) trait Stored: Clone + Sized {
-    /// The entry set of an index value. Typed: the objects themselves, hashed by their key
-    /// (see `entries`). Compact: key → encoding.
-    type Set;
     /// What a reader copies out of the tables under the lock, to make the object of after
-    /// releasing it. Typed: the object. Compact: the key and the encoding.
-    type Raw;
+    /// releasing it, and what an index entry holds (see `entries`). Typed: the object.
+    /// Compact: the key and the encoding.
+    type Raw: Clone;
     /// The raw value of `v`, stored under `key`.
     fn raw(key: &ObjectKey, v: &Self) -> Self::Raw;
 }
 
 impl<K> Stored for Arc<K> {
-    type Set = TypedSet<K>;
     type Raw = Arc<K>;
     fn raw(_key: &ObjectKey, v: &Self) -> Arc<K> {
         Arc::clone(v)
     }
 }
 
-/// What the item map keeps per key: the stored value and the ids of its index values, so a
-/// write finds the entries of the object it replaces or deletes without reading it.
+/// What the item map keeps per key: the stored value and the places of its index entries, so
+/// a write finds the entries of the object it replaces or deletes without reading it.
 #[derive(Debug, Clone)]
 pub(super) struct Item<V> {
     pub(super) v: V,
@@ -47,7 +44,7 @@ pub(super) struct Tables<V: Stored> {
     pub(super) items: FastMap<ObjectKey, Item<V>>,
     /// Invariant: `indices.len() == indexers.len()`, every index reflects every item, and an
     /// item's ids are those of its values in each index.
-    pub(super) indices: Vec<Index<V::Set>>,
+    pub(super) indices: Vec<Index<V::Raw>>,
 }
 
 impl<V: Stored> Tables<V> {
@@ -85,10 +82,7 @@ impl<V: Stored> Tables<V> {
     }
 }
 
-impl<V: Stored> Tables<V>
-where
-    V::Set: EntrySet<Entry = V>,
-{
+impl<V: Stored> Tables<V> {
     /// Stores `v` under `key` with the index values `new` (one group per index), and returns
     /// the value stored before. An index whose values did not change only has its entries
     /// refreshed (they must hold `v`); only changed values move the key between sets.
@@ -98,24 +92,16 @@ where
         v: &V,
         new: &mut IndexValues<S>,
     ) -> Option<V> {
-        let item = V::Set::item(key, v);
+        let entry = V::raw(key, v);
         let IndexValues { values, ends, ids } = new;
         ids.clear();
         let Some(stored) = self.items.get_mut(key.as_str()) else {
-            let ids = insert(&mut self.indices, &item, values, ends, ids);
+            let ids = insert(&mut self.indices, &entry, values, ends, ids);
             self.items.insert(key.clone(), Item { v: v.clone(), ids });
             return None;
         };
-        let old_item = V::Set::old_item(&item, &stored.v);
-        let old_item = old_item.as_ref().unwrap_or(&item);
         for (i, index) in self.indices.iter_mut().enumerate() {
-            index.update(
-                stored.ids.get(i),
-                old_item,
-                &item,
-                group(values, ends, i),
-                ids,
-            );
+            index.update(stored.ids.get(i), &entry, group(values, ends, i), ids);
         }
         stored.ids = ValueIds::new(ids, ends);
         Some(std::mem::replace(&mut stored.v, v.clone()))
@@ -124,30 +110,53 @@ where
     /// Removes `key` and its index entries (found by the ids stored beside it); returns what
     /// was stored.
     pub(super) fn take(&mut self, key: &str) -> Option<V> {
-        let (key, stored) = self.items.remove_entry(key)?;
-        let item = V::Set::item(&key, &stored.v);
+        let (_, stored) = self.items.remove_entry(key)?;
         for (i, index) in self.indices.iter_mut().enumerate() {
-            for &id in stored.ids.get(i) {
-                index.remove(id, &item);
+            for &loc in stored.ids.get(i) {
+                index.remove(loc);
             }
         }
         Some(stored.v)
     }
 }
 
-/// Records `item` under its values `values` (grouped by `ends`, one group per index) in
-/// `indices`; returns their ids (`ids` is the buffer they are collected in).
-pub(super) fn insert<S: EntrySet>(
-    indices: &mut [Index<S>],
-    item: &S::Item,
+#[cfg(test)]
+impl<V: Stored> Tables<V> {
+    /// Asserts the places invariant: every place an item keeps holds an entry, no two items
+    /// keep the same place, and the sets hold no other entry.
+    pub(super) fn assert_places(&self) {
+        for (i, index) in self.indices.iter().enumerate() {
+            let mut seen = std::collections::HashSet::new();
+            for (key, item) in &self.items {
+                for loc in item.ids.get(i) {
+                    assert!(seen.insert(*loc), "{key}: place {loc:?} is kept twice");
+                    let value = index.value(loc.id);
+                    let set = value.and_then(|v| index.get(v));
+                    assert!(
+                        set.and_then(|s| s.get(loc.pos)).is_some(),
+                        "{key}: no entry at {loc:?}"
+                    );
+                }
+            }
+            let entries: usize = index.sets().map(|s| s.len()).sum();
+            assert_eq!(entries, seen.len(), "index {i} holds entries no item keeps");
+        }
+    }
+}
+
+/// Records `entry` under its values `values` (grouped by `ends`, one group per index) in
+/// `indices`; returns the places of its entries (`ids` is the buffer they are collected in).
+pub(super) fn insert<T: Clone>(
+    indices: &mut [Index<T>],
+    entry: &T,
     values: &[impl AsRef<str>],
     ends: &[usize],
-    ids: &mut Vec<u32>,
+    ids: &mut Vec<Loc>,
 ) -> ValueIds {
     ids.clear();
     for (i, index) in indices.iter_mut().enumerate() {
         for value in group(values, ends, i) {
-            ids.push(index.put(value.as_ref(), item));
+            ids.push(index.put(value.as_ref(), entry));
         }
     }
     ValueIds::new(ids, ends)

@@ -60,8 +60,10 @@ fn corrupt<K>(idx: &Indexer<K>, key: &str) {
     let mut s = compact_core(idx).state.write();
     s.tables.items.get_mut(key).unwrap().v = Arc::clone(&bad);
     for set in s.tables.indices[0].sets_mut() {
-        if let Some(b) = set.get_mut(key) {
-            *b = Arc::clone(&bad);
+        for (k, b) in set.iter_mut() {
+            if k.as_str() == key {
+                *b = Arc::clone(&bad);
+            }
         }
     }
 }
@@ -476,7 +478,7 @@ fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
     let s = compact_core(&idx).state.read();
     assert!(s.tables.items.values().all(|i| i.v[0] == 1));
     for set in s.tables.indices[0].sets() {
-        assert!(set.values().all(|b| b[0] == 1));
+        assert!(set.iter().all(|(_, b)| b[0] == 1));
     }
     drop(s);
     for p in &pods {
@@ -488,12 +490,12 @@ fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
 #[test]
 fn per_object_entries_and_the_typed_indexer_keep_their_sizes() {
     use std::mem::size_of;
-    // A typed index entry: the object's `Arc` and the hash of its key.
-    assert_eq!(size_of::<super::entries::ByKey<Pod>>(), 16);
+    // A typed index entry: the object's `Arc`.
+    assert_eq!(size_of::<Option<Arc<Pod>>>(), 8);
     #[cfg(feature = "compact")]
     {
         // A compact index entry: the shared key and the encoding; a staged relist record.
-        assert_eq!(size_of::<(ObjectKey, Blob)>(), 32);
+        assert_eq!(size_of::<Option<(ObjectKey, Blob)>>(), 32);
         assert_eq!(size_of::<super::staged::Staged>(), 40);
     }
     // One storage's tables, the lock and the transform; compact storage is boxed.
@@ -784,6 +786,11 @@ fn stored_index_values_never_go_stale(mode: Mode) {
                     }
                 }
                 assert_indices_match(&idx, &funcs, &model);
+                match &idx.mode {
+                    super::indexer::Mode::Typed(c) => c.state.read().tables.assert_places(),
+                    #[cfg(feature = "compact")]
+                    super::indexer::Mode::Compact(c) => c.state.read().tables.assert_places(),
+                }
                 assert_eq!(idx.len(), model.len());
             }
             Ok(())

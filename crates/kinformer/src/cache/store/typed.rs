@@ -7,7 +7,7 @@ use kube_core::Resource;
 
 use super::FastSet;
 use super::backend::{Backend, Entries, Via};
-use super::entries::{ByKey, TypedSet};
+use super::entries::Slab;
 use super::error::IndexerError;
 use super::previous::{Previous, PreviousItems};
 use super::replace::ReplaceInPlace;
@@ -56,26 +56,33 @@ impl<K> Backend<K> for TypedBackend {
 /// Typed storage rebuilds on replace: its tables share the listed objects' `Arc`s.
 impl<K> ReplaceInPlace<K> for TypedBackend {}
 
-impl<K: Resource> Entries<Arc<K>> for TypedSet<K> {
+/// Typed entries are the stored objects: an object's `Arc` is the same in every set it is
+/// in, so a union tells keys apart by address.
+impl<K: Resource> Entries<Arc<K>> for Slab<Arc<K>> {
     fn raws(&self, out: &mut Vec<Arc<K>>) {
-        out.extend(self.iter().map(|e| Arc::clone(&e.obj)));
+        out.reserve(self.len());
+        out.extend(self.iter().cloned());
     }
 
     fn union<'a>(sets: impl Iterator<Item = &'a Self>) -> Vec<Arc<K>>
     where
         Self: 'a,
     {
-        let mut found: FastSet<&ByKey<K>> = FastSet::with_hasher(FastState::default());
+        let mut seen: FastSet<*const K> = FastSet::with_hasher(FastState::default());
+        let mut out = Vec::new();
         for set in sets {
-            found.extend(set.iter());
+            out.extend(set.iter().filter(|o| seen.insert(Arc::as_ptr(o))).cloned());
         }
-        found.into_iter().map(|e| Arc::clone(&e.obj)).collect()
+        out
     }
 
     fn keys(&self, out: &mut Vec<ObjectKey>) {
-        out.extend(self.iter().map(|e| {
-            let (ns, name) = e.key_parts();
-            ObjectKey::new(Some(ns), name)
+        out.extend(self.iter().map(|o| {
+            let meta = o.meta();
+            ObjectKey::new(
+                meta.namespace.as_deref(),
+                meta.name.as_deref().unwrap_or(""),
+            )
         }));
     }
 }

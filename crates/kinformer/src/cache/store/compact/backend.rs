@@ -10,49 +10,25 @@ use crate::cache::meta::ObjectKey;
 use crate::cache::store::backend::{Backend, Entries, Replaced, Via};
 use crate::cache::store::compact::codec::stored_version;
 use crate::cache::store::core::Core;
+use crate::cache::store::entries::Slab;
 use crate::cache::store::error::IndexerError;
 use crate::cache::store::previous::PreviousItems;
 use crate::cache::store::replace::ReplaceInPlace;
 use crate::cache::store::staged::OldBlobs;
 use crate::cache::store::tables::{IndexerList, Item, State, Stored, Tables};
-use crate::cache::store::{Blob, EntrySet, FastMap, FastState, HotObjects, ObjectCodec};
+use crate::cache::store::{Blob, FastMap, HotObjects, ObjectCodec};
 
 impl Stored for Blob {
-    type Set = FastMap<ObjectKey, Blob>;
     type Raw = (ObjectKey, Blob);
     fn raw(key: &ObjectKey, v: &Self) -> (ObjectKey, Blob) {
         (key.clone(), Arc::clone(v))
     }
 }
 
-impl EntrySet for FastMap<ObjectKey, Blob> {
-    type Entry = Blob;
-    type Item = (ObjectKey, Blob);
-
-    fn item(key: &ObjectKey, entry: &Blob) -> (ObjectKey, Blob) {
-        (key.clone(), Arc::clone(entry))
-    }
-
-    fn with_one() -> Self {
-        FastMap::with_capacity_and_hasher(1, FastState::default())
-    }
-
-    fn put(&mut self, (key, entry): &(ObjectKey, Blob)) {
-        self.insert(key.clone(), Arc::clone(entry));
-    }
-
-    fn remove_item(&mut self, (key, _): &(ObjectKey, Blob)) {
-        self.remove(key);
-    }
-
-    fn is_empty(&self) -> bool {
-        FastMap::is_empty(self)
-    }
-}
-
-impl Entries<Blob> for FastMap<ObjectKey, Blob> {
+impl Entries<Blob> for Slab<(ObjectKey, Blob)> {
     fn raws(&self, out: &mut Vec<(ObjectKey, Blob)>) {
-        out.extend(self.iter().map(|(k, b)| (k.clone(), Arc::clone(b))));
+        out.reserve(self.len());
+        out.extend(self.iter().cloned());
     }
 
     fn union<'a>(sets: impl Iterator<Item = &'a Self>) -> Vec<(ObjectKey, Blob)>
@@ -61,7 +37,7 @@ impl Entries<Blob> for FastMap<ObjectKey, Blob> {
     {
         let mut found: FastMap<&ObjectKey, &Blob> = FastMap::default();
         for set in sets {
-            found.extend(set.iter());
+            found.extend(set.iter().map(|(k, b)| (k, b)));
         }
         found
             .into_iter()
@@ -70,7 +46,7 @@ impl Entries<Blob> for FastMap<ObjectKey, Blob> {
     }
 
     fn keys(&self, out: &mut Vec<ObjectKey>) {
-        out.extend(self.keys().cloned());
+        out.extend(self.iter().map(|(k, _)| k.clone()));
     }
 }
 
