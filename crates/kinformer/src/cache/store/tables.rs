@@ -1,5 +1,6 @@
 //! The item map and indices of one storage, and the index bookkeeping both storages share.
 
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use kube_core::Resource;
@@ -95,11 +96,16 @@ impl<V: Stored> Tables<V> {
         let entry = V::raw(key, v);
         let IndexValues { values, ends, ids } = new;
         ids.clear();
-        let Some(stored) = self.items.get_mut(key.as_str()) else {
-            let ids = insert(&mut self.indices, &entry, values, ends, ids);
-            self.items.insert(key.clone(), Item { v: v.clone(), ids });
-            return None;
+        // One probe of the item map, whether the key is new or stored.
+        let mut stored = match self.items.entry(key.clone()) {
+            Entry::Vacant(slot) => {
+                let ids = insert(&mut self.indices, &entry, values, ends, ids);
+                slot.insert(Item { v: v.clone(), ids });
+                return None;
+            }
+            Entry::Occupied(stored) => stored,
         };
+        let stored = stored.get_mut();
         for (i, index) in self.indices.iter_mut().enumerate() {
             index.update(stored.ids.get(i), &entry, group(values, ends, i), ids);
         }
