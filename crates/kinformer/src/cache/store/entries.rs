@@ -97,6 +97,12 @@ impl<T> Slab<T> {
         Some(old)
     }
 
+    /// The number of slots, filled or free.
+    #[cfg(test)]
+    pub(crate) fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
     /// The entry at `pos`, if there is one.
     #[cfg(test)]
     pub(crate) fn get(&self, pos: u32) -> Option<&T> {

@@ -206,8 +206,27 @@ impl<K: Resource> Core<K, CompactBackend<K>> {
 
         let values = ops.values();
         let mut new_vals = IndexValues::default();
+        let e_ops = |e: &Staged| {
+            if e.pos_kind & HAS_OPS != 0 {
+                &ops.ops[e.ops_start as usize..]
+            } else {
+                &[]
+            }
+        };
         let mut s = self.state.write();
         let tables = &mut s.tables;
+        // First every entry the relist drops is freed, then the new ones are placed: they fill
+        // the freed slots, so a relist that moves objects between values grows no set.
+        for e in &mut staged {
+            match e.kind() {
+                KIND_UNCHANGED => {}
+                KIND_CHANGED => {
+                    Ops::read(e_ops(e), &values, n, &mut new_vals);
+                    tables.release(e.key.as_str(), &mut new_vals);
+                }
+                _ => e.blob = tables.take(e.key.as_str()),
+            }
+        }
         for e in &mut staged {
             match e.kind() {
                 KIND_UNCHANGED => {
@@ -215,16 +234,11 @@ impl<K: Resource> Core<K, CompactBackend<K>> {
                 }
                 KIND_CHANGED => {
                     if let Some(new) = e.blob.take() {
-                        let e_ops = if e.pos_kind & HAS_OPS != 0 {
-                            &ops.ops[e.ops_start as usize..]
-                        } else {
-                            &[]
-                        };
-                        Ops::read(e_ops, &values, n, &mut new_vals);
+                        Ops::read(e_ops(e), &values, n, &mut new_vals);
                         e.blob = tables.put(&e.key, &new, &mut new_vals);
                     }
                 }
-                _ => e.blob = tables.take(e.key.as_str()),
+                _ => {}
             }
         }
         drop(s);

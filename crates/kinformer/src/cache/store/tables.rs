@@ -113,6 +113,37 @@ impl<V: Stored> Tables<V> {
         Some(std::mem::replace(&mut stored.v, v.clone()))
     }
 
+    /// Frees the index entries of `key` for values it no longer has in `new` (one group per
+    /// index), keeping those of values it keeps; a later [`put`](Self::put) with the same
+    /// values refreshes the kept entries and places the new ones. A write of many objects that
+    /// releases them all before putting any fills the slots it freed instead of growing sets.
+    #[cfg(feature = "compact")]
+    pub(super) fn release<S: AsRef<str>>(&mut self, key: &str, new: &mut IndexValues<S>) {
+        let Some(stored) = self.items.get_mut(key) else {
+            return;
+        };
+        let IndexValues {
+            values, ends, ids, ..
+        } = new;
+        ids.clear();
+        let mut kept_ends = Vec::with_capacity(self.indices.len());
+        for (i, index) in self.indices.iter_mut().enumerate() {
+            let wanted = group(values, ends, i);
+            for &loc in stored.ids.get(i) {
+                let keeps = index
+                    .value(loc.id)
+                    .is_some_and(|v| wanted.iter().any(|w| w.as_ref() == v));
+                if keeps {
+                    ids.push(loc);
+                } else {
+                    index.remove(loc);
+                }
+            }
+            kept_ends.push(ids.len());
+        }
+        stored.ids = ValueIds::new(ids, &kept_ends);
+    }
+
     /// Removes `key` and its index entries (found by the ids stored beside it); returns what
     /// was stored.
     pub(super) fn take(&mut self, key: &str) -> Option<V> {

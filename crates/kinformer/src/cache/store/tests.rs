@@ -455,6 +455,50 @@ fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
     assert_eq!(idx.by_index("app", "db").unwrap().len(), 1);
 }
 
+/// A compact relist that moves every object to another index value frees the old entries
+/// before it places the new ones, so the sets reuse their slots and none grows.
+#[cfg(feature = "compact")]
+#[test]
+fn a_compact_relist_moving_every_object_grows_no_set() {
+    let idx = build(
+        Mode::Compact,
+        [("app".to_string(), label_index_func("app"))].into(),
+    );
+    // Object `i` has app `a<(i + shift) % 4>`: in key order, the first object enters the
+    // set of `a1` before any object leaves it.
+    let pods = |shift: usize| -> Vec<Arc<Pod>> {
+        (0..200)
+            .map(|i| {
+                pod(
+                    "ns",
+                    &format!("p{i:03}"),
+                    &[("app", &format!("a{}", (i + shift) % 4))],
+                )
+            })
+            .collect()
+    };
+    let slots = |idx: &Indexer<Pod>| -> Vec<usize> {
+        let s = compact_core(idx).state.read();
+        s.tables.assert_places();
+        let mut v: Vec<usize> = s.tables.indices[0].sets().map(|s| s.slots()).collect();
+        v.sort_unstable();
+        v
+    };
+    idx.replace(pods(0)).unwrap();
+    let before = slots(&idx);
+    assert_eq!(before, [50; 4]);
+    idx.replace(pods(1)).unwrap();
+    assert_eq!(slots(&idx), before);
+    for v in 0..4 {
+        let keys = idx.index_keys("app", &format!("a{v}")).unwrap();
+        assert_eq!(keys.len(), 50);
+        assert!(keys.iter().all(|k| {
+            let i: usize = k.as_str()["ns/p".len()..].parse().unwrap();
+            (i + 1) % 4 == v
+        }));
+    }
+}
+
 #[cfg(feature = "compact")]
 #[test]
 fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
