@@ -1,7 +1,8 @@
-//! Index functions and the per-index maps (`index value → keys`).
+//! Index functions and the per-index maps (`index value → entries`).
 //!
 //! An index function maps an object to zero or more *index values*; the indexer keeps, per
-//! index, a map from each value to the set of keys whose objects produced it.
+//! index, a map from each value to the set of entries of the objects that produced it (see
+//! `entries`).
 //!
 //! Index functions push values into a buffer the indexer provides instead of returning a fresh
 //! `Vec`: the indexer computes all indices of an object into one reused buffer, so indexing an
