@@ -74,8 +74,6 @@ impl ReadError for IndexerError {
 
 /// The entry set of one index value, with what readers copy out of it.
 pub(super) trait Entries<V: Stored> {
-    /// Appends every entry's raw value.
-    fn raws(&self, out: &mut Vec<V::Raw>);
     /// The raw values of the entries of all `sets`, each key once.
     fn union<'a>(sets: impl Iterator<Item = &'a Self>) -> Vec<V::Raw>
     where

@@ -12,6 +12,10 @@
 //! Go map keeps its buckets). An entry is what readers copy out: the object's `Arc` in typed
 //! storage (8 bytes), the key and the encoding in compact storage (32 bytes).
 
+use std::hash::Hash;
+
+use crate::hash::{FastSet, FastState};
+
 /// Where an object's entry for one index value is: the value's id in its index and the
 /// entry's position in the value's set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -60,6 +64,31 @@ impl<T> Slab<T> {
     /// True when no entry is left.
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Appends a clone of every entry to `out`.
+    pub(crate) fn copy_out(&self, out: &mut Vec<T>)
+    where
+        T: Clone,
+    {
+        out.reserve(self.len);
+        out.extend(self.iter().cloned());
+    }
+
+    /// A clone of every entry of `sets`, once per `id` (the first met).
+    pub(crate) fn union_by<'a, I: Hash + Eq>(
+        sets: impl Iterator<Item = &'a Self>,
+        id: impl Fn(&'a T) -> I,
+    ) -> Vec<T>
+    where
+        T: Clone + 'a,
+    {
+        let mut seen: FastSet<I> = FastSet::with_hasher(FastState::default());
+        let mut out = Vec::new();
+        for set in sets {
+            out.extend(set.iter().filter(|e| seen.insert(id(e))).cloned());
+        }
+        out
     }
 
     /// Stores `entry` in a free slot (the last one freed) or a new one; returns its position,

@@ -16,7 +16,7 @@ use kube_core::Resource;
 use super::entries::{Loc, Slab};
 use super::value_ids::NO_ID;
 
-pub(crate) use crate::hash::{FastMap, FastSet, FastState};
+pub(crate) use crate::hash::{FastMap, FastState};
 
 /// Why an index function could not index an object (client-go panics here; kinformer returns
 /// this as [`IndexerError::IndexFunc`](super::IndexerError::IndexFunc)).
@@ -136,6 +136,12 @@ impl<T> Index<T> {
         self.slots.iter().flatten().map(|s| &s.set)
     }
 
+    /// True if the entry at `loc` is of one of the values `new`.
+    pub(crate) fn keeps(&self, loc: Loc, new: &[impl AsRef<str>]) -> bool {
+        self.value(loc.id)
+            .is_some_and(|v| new.iter().any(|n| n.as_ref() == v))
+    }
+
     fn slot(&self, id: u32) -> Option<&Slot<T>> {
         self.slots.get(id as usize)?.as_ref()
     }
@@ -198,10 +204,7 @@ impl<T: Clone> Index<T> {
         out: &mut Vec<Loc>,
     ) {
         for &loc in old {
-            let kept = self
-                .value(loc.id)
-                .is_some_and(|v| new.iter().any(|n| n.as_ref() == v));
-            if !kept {
+            if !self.keeps(loc, new) {
                 self.remove(loc);
             }
         }

@@ -87,7 +87,7 @@ where
             let s = self.state.read();
             let i = Self::index_position(&s, name)?;
             if let Some(set) = s.tables.indices[i].get(value) {
-                set.raws(&mut raws);
+                set.copy_out(&mut raws);
             }
         }
         self.objects(raws, Via::Cache)

@@ -39,7 +39,7 @@ pub(crate) use compact::{Blob, HotObjects, ObjectCodec, TypedCodec};
 pub use compact::{CompactOptions, Format};
 pub use error::{CodecError, IndexerError};
 pub use expiration_cache::{ExpirationCache, ExpirationPolicy, TimestampedEntry, TtlPolicy};
-pub(crate) use index::{FastMap, FastSet, FastState, Index, IndexValues};
+pub(crate) use index::{FastMap, FastState, Index, IndexValues};
 pub use index::{
     IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };

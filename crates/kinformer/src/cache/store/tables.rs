@@ -130,10 +130,7 @@ impl<V: Stored> Tables<V> {
         for (i, index) in self.indices.iter_mut().enumerate() {
             let wanted = group(values, ends, i);
             for &loc in stored.ids.get(i) {
-                let keeps = index
-                    .value(loc.id)
-                    .is_some_and(|v| wanted.iter().any(|w| w.as_ref() == v));
-                if keeps {
+                if index.keeps(loc, wanted) {
                     ids.push(loc);
                 } else {
                     index.remove(loc);

@@ -5,14 +5,13 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 
-use super::FastSet;
+use super::FastMap;
 use super::backend::{Backend, Entries, Via};
 use super::entries::Slab;
 use super::error::IndexerError;
 use super::previous::{Previous, PreviousItems};
 use super::replace::ReplaceInPlace;
 use super::tables::Item;
-use super::{FastMap, FastState};
 use crate::cache::meta::ObjectKey;
 
 /// Objects kept as `Arc<K>`: storing one is a reference count, reading one a clone.
@@ -59,21 +58,11 @@ impl<K> ReplaceInPlace<K> for TypedBackend {}
 /// Typed entries are the stored objects: an object's `Arc` is the same in every set it is
 /// in, so a union tells keys apart by address.
 impl<K: Resource> Entries<Arc<K>> for Slab<Arc<K>> {
-    fn raws(&self, out: &mut Vec<Arc<K>>) {
-        out.reserve(self.len());
-        out.extend(self.iter().cloned());
-    }
-
     fn union<'a>(sets: impl Iterator<Item = &'a Self>) -> Vec<Arc<K>>
     where
         Self: 'a,
     {
-        let mut seen: FastSet<*const K> = FastSet::with_hasher(FastState::default());
-        let mut out = Vec::new();
-        for set in sets {
-            out.extend(set.iter().filter(|o| seen.insert(Arc::as_ptr(o))).cloned());
-        }
-        out
+        Slab::union_by(sets, Arc::as_ptr)
     }
 
     fn keys(&self, out: &mut Vec<ObjectKey>) {

@@ -26,23 +26,11 @@ impl Stored for Blob {
 }
 
 impl Entries<Blob> for Slab<(ObjectKey, Blob)> {
-    fn raws(&self, out: &mut Vec<(ObjectKey, Blob)>) {
-        out.reserve(self.len());
-        out.extend(self.iter().cloned());
-    }
-
     fn union<'a>(sets: impl Iterator<Item = &'a Self>) -> Vec<(ObjectKey, Blob)>
     where
         Self: 'a,
     {
-        let mut found: FastMap<&ObjectKey, &Blob> = FastMap::default();
-        for set in sets {
-            found.extend(set.iter().map(|(k, b)| (k, b)));
-        }
-        found
-            .into_iter()
-            .map(|(k, b)| (k.clone(), Arc::clone(b)))
-            .collect()
+        Slab::union_by(sets, |(key, _)| key)
     }
 
     fn keys(&self, out: &mut Vec<ObjectKey>) {
