@@ -141,12 +141,13 @@ where
         // ones are kept beside the old object.
         let replaced = with_scratch(|s| {
             compute_values_into(&funcs, &key, &obj, &mut s.new)?;
-            Ok::<_, IndexerError>(self.state.write().tables.put(&key, &v, &mut s.new))
+            // The object about to be written is the likeliest to be read (and updated) next.
+            // Cached first, so that the stored value moves into the tables: a reader that
+            // meanwhile finds the old value does not match the cached one.
+            self.backend.cache(&key, &v, &obj);
+            Ok::<_, IndexerError>(self.state.write().tables.put(&key, v, &mut s.new))
         })?;
         drop(replaced);
-        // The object just written is the likeliest to be read (and updated) next.
-        self.backend.cache(&key, &v, &obj);
-        drop(v);
         self.backend.written(&self.state)?;
         Ok(Upserted {
             old,

@@ -153,11 +153,11 @@ impl<T: Clone> Index<T> {
     /// # Panics
     /// When the index would hold `u32::MAX` distinct values, or a value `u32::MAX` entries
     /// (a capacity overflow, as a `Vec`'s: each entry is of a stored object).
-    pub(crate) fn put(&mut self, value: &str, entry: &T) -> Loc {
+    pub(crate) fn put(&mut self, value: &str, entry: T) -> Loc {
         if let Some(&id) = self.ids.get(value)
             && let Some(Some(slot)) = self.slots.get_mut(id as usize)
         {
-            let Ok(pos) = slot.set.put(entry.clone()) else {
+            let Ok(pos) = slot.set.put(entry) else {
                 panic!(
                     "capacity overflow: an index value holds {} entries",
                     slot.set.len()
@@ -168,7 +168,7 @@ impl<T: Clone> Index<T> {
         let value: Arc<str> = Arc::from(value);
         let slot = Some(Slot {
             value: Arc::clone(&value),
-            set: Slab::with(entry.clone()),
+            set: Slab::with(entry),
         });
         let id = match self.free.pop() {
             Some(id) => {
@@ -217,7 +217,7 @@ impl<T: Clone> Index<T> {
                     }
                     loc
                 }
-                None => self.put(value, entry),
+                None => self.put(value, entry.clone()),
             };
             out.push(loc);
         }

@@ -118,7 +118,7 @@ where
             compute_values_into(&new, key, &obj, &mut vals)?;
             let entry = B::V::raw(key, v);
             let IndexValues { values, ends, ids } = &mut vals;
-            added_ids.push(insert(&mut added, &entry, values, ends, ids));
+            added_ids.push(insert(&mut added, entry, values, ends, ids));
         }
         let (n, m) = (funcs.len(), new.len());
         let mut list: Vec<(String, IndexFunc<K>)> = funcs.iter().cloned().collect();

@@ -235,7 +235,7 @@ impl<K: Resource> Core<K, CompactBackend<K>> {
                 KIND_CHANGED => {
                     if let Some(new) = e.blob.take() {
                         Ops::read(e_ops(e), &values, n, &mut new_vals);
-                        e.blob = tables.put(&e.key, &new, &mut new_vals);
+                        e.blob = tables.put(&e.key, new, &mut new_vals);
                     }
                 }
                 _ => {}

@@ -80,7 +80,7 @@ where
             }
             compute_values_into(funcs, &key, &obj, &mut vals)?;
             // A key listed twice replaces the earlier object and its index entries.
-            tables.put(&key, &v, &mut vals);
+            tables.put(&key, v, &mut vals);
             if let Some(stored) = stored.as_deref_mut() {
                 stored.push(obj);
             }

@@ -90,17 +90,17 @@ impl<V: Stored> Tables<V> {
     pub(super) fn put<S: AsRef<str>>(
         &mut self,
         key: &ObjectKey,
-        v: &V,
+        v: V,
         new: &mut IndexValues<S>,
     ) -> Option<V> {
-        let entry = V::raw(key, v);
+        let entry = V::raw(key, &v);
         let IndexValues { values, ends, ids } = new;
         ids.clear();
         // One probe of the item map, whether the key is new or stored.
         let mut stored = match self.items.entry(key.clone()) {
             Entry::Vacant(slot) => {
-                let ids = insert(&mut self.indices, &entry, values, ends, ids);
-                slot.insert(Item { v: v.clone(), ids });
+                let ids = insert(&mut self.indices, entry, values, ends, ids);
+                slot.insert(Item { v, ids });
                 return None;
             }
             Entry::Occupied(stored) => stored,
@@ -110,7 +110,7 @@ impl<V: Stored> Tables<V> {
             index.update(stored.ids.get(i), &entry, group(values, ends, i), ids);
         }
         stored.ids = ValueIds::new(ids, ends);
-        Some(std::mem::replace(&mut stored.v, v.clone()))
+        Some(std::mem::replace(&mut stored.v, v))
     }
 
     /// Frees the index entries of `key` for values it no longer has in `new` (one group per
@@ -180,17 +180,28 @@ impl<V: Stored> Tables<V> {
 
 /// Records `entry` under its values `values` (grouped by `ends`, one group per index) in
 /// `indices`; returns the places of its entries (`ids` is the buffer they are collected in).
+/// The last value's set takes `entry` itself, the others a clone.
 pub(super) fn insert<T: Clone>(
     indices: &mut [Index<T>],
-    entry: &T,
+    entry: T,
     values: &[impl AsRef<str>],
     ends: &[usize],
     ids: &mut Vec<Loc>,
 ) -> ValueIds {
     ids.clear();
+    let mut entry = Some(entry);
+    let mut left = values.len();
     for (i, index) in indices.iter_mut().enumerate() {
         for value in group(values, ends, i) {
-            ids.push(index.put(value.as_ref(), entry));
+            left -= 1;
+            let e = if left == 0 {
+                entry.take()
+            } else {
+                entry.clone()
+            };
+            if let Some(e) = e {
+                ids.push(index.put(value.as_ref(), e));
+            }
         }
     }
     ValueIds::new(ids, ends)
