@@ -9,7 +9,11 @@
 //! which [`live_bytes`] sums: a shared counter is contended whenever two threads allocate or
 //! free, as an indexer's writer and its dropping thread do, and the timed phases of the
 //! memory workloads would then include the instrument (measured on W4's typed update: 12 % of
-//! the writer's samples were the shared counters' updates). Only while a peak is watched
+//! the writer's samples were the shared counters' updates). A thread that has a counter to
+//! itself updates it with a plain load and store, not an atomic read-modify-write: a locked
+//! instruction waits for every store before it to reach the cache, so each count would make
+//! the writer wait for the cold lines it just wrote (W4's add spent 16 % of its samples in the
+//! allocator's `dealloc` when it counted that way). Only while a peak is watched
 //! ([`reset_peak`] to [`peak_bytes`]) does every thread count into one shared counter, whose
 //! highest value is the peak:
 //!
@@ -69,9 +73,12 @@ static WATCHING_PEAK: AtomicBool = AtomicBool::new(false);
 #[repr(align(128))]
 struct Counter(AtomicIsize);
 
-/// Threads are given counters in turn; threads beyond this number share them.
+/// Threads are given counters of their own in turn; threads beyond this number share
+/// [`OVERFLOW`].
 const COUNTERS: usize = 32;
 static PER_THREAD: [Counter; COUNTERS] = [const { Counter(AtomicIsize::new(0)) }; COUNTERS];
+/// The counter of the threads that came after every per-thread counter was given out.
+static OVERFLOW: Counter = Counter(AtomicIsize::new(0));
 /// The counter every thread uses while a peak is watched.
 static SHARED: Counter = Counter(AtomicIsize::new(0));
 /// The highest value of [`SHARED`] since the watch began.
@@ -79,34 +86,46 @@ static SHARED_PEAK: AtomicIsize = AtomicIsize::new(0);
 static NEXT_COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
-    /// This thread's counter, `usize::MAX` until the thread first counts. (A constant
-    /// initialiser and no destructor: usable from the allocator, at any point of the thread's
-    /// life.)
+    /// This thread's counter (an index into [`PER_THREAD`], or [`COUNTERS`] for
+    /// [`OVERFLOW`]), `usize::MAX` until the thread first counts. (A constant initialiser and
+    /// no destructor: usable from the allocator, at any point of the thread's life.)
     static MY_COUNTER: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
-fn my_counter() -> &'static AtomicIsize {
-    let i = MY_COUNTER.with(|c| {
+fn my_counter() -> usize {
+    MY_COUNTER.with(|c| {
         if c.get() == usize::MAX {
-            c.set(NEXT_COUNTER.fetch_add(1, Ordering::Relaxed) % COUNTERS);
+            let n = NEXT_COUNTER.fetch_add(1, Ordering::Relaxed);
+            c.set(n.min(COUNTERS));
         }
         c.get()
-    });
-    &PER_THREAD[i].0
+    })
 }
 
 fn count(delta: isize) {
     if WATCHING_PEAK.load(Ordering::Relaxed) {
         let now = SHARED.0.fetch_add(delta, Ordering::Relaxed) + delta;
         SHARED_PEAK.fetch_max(now, Ordering::Relaxed);
-    } else {
-        my_counter().fetch_add(delta, Ordering::Relaxed);
+        return;
+    }
+    match PER_THREAD.get(my_counter()) {
+        // This thread is the counter's only writer: no read-modify-write is needed.
+        Some(mine) => mine
+            .0
+            .store(mine.0.load(Ordering::Relaxed) + delta, Ordering::Relaxed),
+        None => {
+            OVERFLOW.0.fetch_add(delta, Ordering::Relaxed);
+        }
     }
 }
 
 /// The per-thread counters' sum (the live bytes less the shared counter's).
 fn per_thread_sum() -> isize {
-    PER_THREAD.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
+    PER_THREAD
+        .iter()
+        .chain([&OVERFLOW])
+        .map(|c| c.0.load(Ordering::Relaxed))
+        .sum()
 }
 
 /// Starts counting allocations (until the process ends); heap figures are differences of
