@@ -108,6 +108,13 @@ pub(super) trait Backend<K>: Sized {
     /// nothing, index values included).
     fn same(stored: &Self::V, new: &Self::V) -> bool;
 
+    /// Whether `stored` is `obj` itself, when that can be told without making the new value
+    /// (typed: the same `Arc`, by address, so the stored object is not read); `None` when only
+    /// [`same`](Self::same) on the new value can tell.
+    fn is_stored(_stored: &Self::V, _obj: &Arc<K>) -> Option<bool> {
+        None
+    }
+
     /// The object a value copied out of the tables stands for.
     fn object(&self, raw: <Self::V as Stored>::Raw, via: Via) -> Result<Arc<K>, Self::ReadError>;
 

@@ -14,10 +14,20 @@ use super::{Indexers, TransformFunc, Upserted};
 use crate::cache::meta::with_key_str;
 use crate::cache::meta::{ObjectKey, meta_namespace_key};
 
+/// What a write took out of the tables: the value stored before, or one of its index
+/// entries. The caller drops it, or hands it to the dropping thread.
+pub(super) enum Discarded<V: Stored> {
+    /// The value stored before.
+    Value(V),
+    /// One of the index entries of the value stored before.
+    Entry(V::Raw),
+}
+
 /// The indexer over one storage (see [`Indexer`](super::Indexer) for the properties).
 pub(super) struct Core<K, B: Backend<K>> {
-    /// Serialises writers; taken before `state`.
-    pub(super) writer: Mutex<()>,
+    /// Serialises writers; taken before `state`. Holds (empty between writes) the index
+    /// entries a write displaced, so that a write allocates no list for them.
+    pub(super) writer: Mutex<Vec<<B::V as Stored>::Raw>>,
     pub(super) state: RwLock<State<K, B::V>>,
     pub(super) transform: Option<TransformFunc<K>>,
     pub(super) backend: B,
@@ -28,7 +38,7 @@ impl<K, B: Backend<K>> Core<K, B> {
     pub(super) fn new(indexers: Indexers<K>, backend: B) -> Self {
         let list = sorted(indexers);
         Core {
-            writer: Mutex::new(()),
+            writer: Mutex::new(Vec::new()),
             state: RwLock::new(State {
                 tables: Tables::new(list.len(), 0),
                 indexers: Arc::new(list),
@@ -84,23 +94,38 @@ where
 
     /// See [`Indexer::upsert`](super::Indexer::upsert). With `want_old` false (a write that
     /// discards the object it replaces), the old object is returned only if the storage has
-    /// it at no cost (typed); compact storage then decodes nothing.
-    pub(super) fn upsert(&self, obj: Arc<K>, want_old: bool) -> Result<Upserted<K>, IndexerError> {
+    /// it at no cost and it was read anyway (compact: from the hot cache); compact storage
+    /// then decodes nothing, and typed storage does not touch the old object at all.
+    ///
+    /// What the write takes out of the tables (the value stored before and its index
+    /// entries) goes to `discard`, after the state lock is released.
+    pub(super) fn upsert(
+        &self,
+        obj: Arc<K>,
+        want_old: bool,
+        mut discard: impl FnMut(Discarded<B::V>),
+    ) -> Result<Upserted<K>, IndexerError> {
         let obj = match &self.transform {
             Some(t) => t(obj),
             None => obj,
         };
-        let _w = self.writer.lock();
+        let mut displaced = self.writer.lock();
         // The key is joined once, on the stack, to look it up: an update reuses the stored
-        // key, an add makes its key from the joined string.
+        // key, an add makes its key from the joined string. The stored value is copied only
+        // if it is needed: a typed write that discards it tells by address whether `obj` is
+        // already stored, without touching the old object (its memory is cold, and is
+        // released on the dropping thread).
         let (found, funcs) = {
             let s = self.state.read();
             let meta = obj.meta();
             let found = match meta.name.as_deref() {
                 Some(name) if !name.is_empty() => {
                     Some(with_key_str(meta.namespace.as_deref(), name, |k| {
-                        match s.tables.stored(k) {
-                            Some((key, v)) => (key, Some(v)),
+                        match s.tables.items.get_key_value(k) {
+                            Some((key, item)) => {
+                                let wanted = want_old || B::is_stored(&item.v, &obj) != Some(false);
+                                (key.clone(), wanted.then(|| item.v.clone()))
+                            }
                             None => (ObjectKey::from(k), None),
                         }
                     }))
@@ -145,9 +170,15 @@ where
             // Cached first, so that the stored value moves into the tables: a reader that
             // meanwhile finds the old value does not match the cached one.
             self.backend.cache(&key, &v, &obj);
-            Ok::<_, IndexerError>(self.state.write().tables.put(&key, v, &mut s.new))
+            let mut state = self.state.write();
+            Ok::<_, IndexerError>(state.tables.put(&key, v, &mut s.new, &mut displaced))
         })?;
-        drop(replaced);
+        if let Some(replaced) = replaced {
+            discard(Discarded::Value(replaced));
+        }
+        for entry in displaced.drain(..) {
+            discard(Discarded::Entry(entry));
+        }
         self.backend.written(&self.state)?;
         Ok(Upserted {
             old,

@@ -195,17 +195,19 @@ impl<T: Clone> Index<T> {
 
     /// Moves an object's entries from the places `old` to the values `new`, with `entry` as
     /// the new entry, pushing the new places onto `out`. The entry of a value in both is
-    /// overwritten where it is; the others are freed, or put in their value's set.
+    /// overwritten where it is; the others are freed, or put in their value's set. The
+    /// entries taken out go to `displaced` (for the caller to drop where it chooses).
     pub(crate) fn update(
         &mut self,
         old: &[Loc],
         entry: &T,
         new: &[impl AsRef<str>],
         out: &mut Vec<Loc>,
+        displaced: &mut Vec<T>,
     ) {
         for &loc in old {
             if !self.keeps(loc, new) {
-                self.remove(loc);
+                displaced.extend(self.remove(loc));
             }
         }
         for value in new {
@@ -213,7 +215,7 @@ impl<T: Clone> Index<T> {
             let loc = match old.iter().find(|l| self.value(l.id) == Some(value)) {
                 Some(&loc) => {
                     if let Some(Some(slot)) = self.slots.get_mut(loc.id as usize) {
-                        slot.set.set(loc.pos, entry.clone());
+                        displaced.extend(slot.set.set(loc.pos, entry.clone()));
                     }
                     loc
                 }
@@ -223,18 +225,18 @@ impl<T: Clone> Index<T> {
         }
     }
 
-    /// Removes the entry at `loc`, and its value once the value's set is empty.
-    pub(crate) fn remove(&mut self, loc: Loc) {
-        let Some(Some(slot)) = self.slots.get_mut(loc.id as usize) else {
-            return;
-        };
-        slot.set.remove(loc.pos);
+    /// Removes and returns the entry at `loc`, and drops its value once the value's set is
+    /// empty.
+    pub(crate) fn remove(&mut self, loc: Loc) -> Option<T> {
+        let slot = self.slots.get_mut(loc.id as usize)?.as_mut()?;
+        let entry = slot.set.remove(loc.pos);
         if slot.set.is_empty()
             && let Some(slot) = self.slots[loc.id as usize].take()
         {
             self.ids.remove(&*slot.value);
             self.free.push(loc.id);
         }
+        entry
     }
 }
 

@@ -13,9 +13,9 @@ use serde::de::DeserializeOwned;
 use super::backend::{ReadError, Replaced};
 #[cfg(feature = "compact")]
 use super::compact::CompactBackend;
-use super::core::Core;
+use super::core::{Core, Discarded};
 use super::error::IndexerError;
-use super::retire::retire;
+use super::retire::{retire, retire_unread, retire_unread_also};
 use super::typed::TypedBackend;
 #[cfg(feature = "compact")]
 use super::{CompactOptions, HotObjects, TypedCodec};
@@ -65,9 +65,12 @@ impl<K> Upserted<K> {
 ///   the object it replaces or deletes, nor hashes a key, to find its index entries. A freed
 ///   entry's slot is the next one filled, so updates that move objects between values do not
 ///   grow or rehash the sets.
-/// - An object that [`add`](Self::add) or [`update`](Self::update) replaces, and that nothing
-///   else holds, is dropped on a background thread (a bounded number wait for it; past that
-///   the writer drops them itself), so a writer does not free large objects piece by piece.
+/// - An object that [`add`](Self::add) or [`update`](Self::update) replaces is released on a
+///   background thread (a bounded number of references wait for it; past that the writer
+///   releases them itself), so a writer does not free large objects piece by piece. In typed
+///   storage the writer hands over the references it takes out of its tables (the stored
+///   object and its index entries) without reading the object: it tells an unchanged object
+///   by address, and skips the resourceVersion comparison nobody asked for.
 /// - `replace` is atomic: readers see the old content or the new one, never a mix. Typed
 ///   storage builds new tables and swaps them in; compact storage stages the differences
 ///   without the lock and applies them under it, so a relist holds only the changed objects
@@ -296,12 +299,13 @@ impl<K: Resource> Indexer<K> {
     /// storage also an encode error, or a decode error for the previous object (store
     /// unchanged).
     pub fn upsert(&self, obj: Arc<K>) -> Result<Upserted<K>, IndexerError> {
-        dispatch!(&self.mode, c => c.upsert(obj, true))
+        dispatch!(&self.mode, c => c.upsert(obj, true, drop))
     }
 
-    /// Adds `obj` (replacing any object with the same key). A replaced object that nothing
-    /// else holds is dropped on a background thread, off the writer's path; with compact
-    /// storage it is not decoded at all (so even undecodable stored bytes are replaced).
+    /// Adds `obj` (replacing any object with the same key). With typed storage the replaced
+    /// object is released on a background thread and not even read on the writer's (its
+    /// memory is likely cold there); with compact storage it is not decoded at all (so even
+    /// undecodable stored bytes are replaced).
     ///
     /// # Errors
     /// A key or index function error, or (compact storage) an encode error; the store is then
@@ -326,12 +330,21 @@ impl<K: Resource> Indexer<K> {
     }
 
     /// Stores `obj`, discarding the object it replaces: that object is not decoded (compact
-    /// storage), and dropped off the writer's path (typed).
+    /// storage), and neither read nor dropped on the writer's thread (typed).
     fn put(&self, obj: Arc<K>) -> Result<(), IndexerError>
     where
         K: Send + Sync + 'static,
     {
-        let upserted = dispatch!(&self.mode, c => c.upsert(obj, false))?;
+        let upserted = match &self.mode {
+            // The old object's references go to the dropping thread unread: this thread does
+            // not touch the old object at all.
+            Mode::Typed(c) => c.upsert(obj, false, |d| match d {
+                Discarded::Value(o) => retire_unread(o),
+                Discarded::Entry(o) => retire_unread_also(o),
+            })?,
+            #[cfg(feature = "compact")]
+            Mode::Compact(c) => c.upsert(obj, false, drop)?,
+        };
         if let Some(old) = upserted.old {
             retire(old);
         }

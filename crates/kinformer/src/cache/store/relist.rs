@@ -213,6 +213,7 @@ impl<K: Resource> Core<K, CompactBackend<K>> {
                 &[]
             }
         };
+        let mut displaced = Vec::new();
         let mut s = self.state.write();
         let tables = &mut s.tables;
         // First every entry the relist drops is freed, then the new ones are placed: they fill
@@ -235,7 +236,8 @@ impl<K: Resource> Core<K, CompactBackend<K>> {
                 KIND_CHANGED => {
                     if let Some(new) = e.blob.take() {
                         Ops::read(e_ops(e), &values, n, &mut new_vals);
-                        e.blob = tables.put(&e.key, new, &mut new_vals);
+                        e.blob = tables.put(&e.key, new, &mut new_vals, &mut displaced);
+                        displaced.clear();
                     }
                 }
                 _ => {}

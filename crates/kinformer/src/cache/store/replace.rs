@@ -67,6 +67,7 @@ where
         let total = objs.len();
         let mut tables: Tables<B::V> = Tables::new(funcs.len(), total);
         let mut vals = IndexValues::default();
+        let mut displaced = Vec::new();
         for (n, obj) in objs.into_iter().enumerate() {
             self.backend.rebuilding(&mut tables, n, total)?;
             let (key, obj) = self.prepare(obj)?;
@@ -80,7 +81,8 @@ where
             }
             compute_values_into(funcs, &key, &obj, &mut vals)?;
             // A key listed twice replaces the earlier object and its index entries.
-            tables.put(&key, v, &mut vals);
+            tables.put(&key, v, &mut vals, &mut displaced);
+            displaced.clear();
             if let Some(stored) = stored.as_deref_mut() {
                 stored.push(obj);
             }

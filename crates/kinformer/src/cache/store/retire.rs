@@ -7,18 +7,21 @@
 //! instead, which drops them on a background thread:
 //!
 //! - Only a last reference is deferred; an object still shared elsewhere is released at once
-//!   (that is only a reference count).
-//! - Objects are collected per thread in batches of [`BATCH`]; a full batch goes to one
-//!   background thread per process, which drops it.
+//!   (that is only a reference count). Except with [`retire_unread`]: an indexer's typed write
+//!   hands over every reference it takes out of its tables (the replaced object and its index
+//!   entries) without reading the object's count, so the writer does not touch the replaced
+//!   object's memory at all; the references of one object count as one object.
+//! - Objects are collected per thread in batches of [`BATCH`] (of at most [`BATCH_REFS`]
+//!   references); a full batch goes to one background thread per process, which drops it.
 //! - Bounded: at most [`QUEUED`] batches wait for that thread. When they are all taken (the
 //!   thread cannot keep up), or the thread cannot be started, the writer drops the batch
 //!   itself. So at most `BATCH` objects per writing thread and `BATCH × QUEUED` queued ones
 //!   live longer than they would have.
 //! - A thread's partial batch is dropped when the thread exits.
 //! - The dropping thread gives the emptied batches back (up to [`SPARES`]) for the writers to
-//!   fill again, so a writer allocates no batch in the steady state. (A batch is just over
-//!   1 KiB: with glibc, each such allocation made the writer consolidate every small chunk the
-//!   dropping thread had freed since the last one — under `perf`, a tenth of W4's update loop.)
+//!   fill again, so a writer allocates no batch in the steady state. (A batch is 4 KiB: with
+//!   glibc, each such allocation made the writer consolidate every small chunk the dropping
+//!   thread had freed since the last one — under `perf`, a tenth of W4's update loop.)
 
 use std::cell::Cell;
 use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
@@ -31,17 +34,22 @@ type Garbage = Arc<dyn Send + Sync>;
 
 /// Objects per batch.
 const BATCH: usize = 64;
+/// References per batch at most: several references of one object (an indexer's stored
+/// value and its index entries, see [`retire_unread_also`]) count as one object.
+const BATCH_REFS: usize = 4 * BATCH;
 /// Batches that may wait for the dropping thread.
 const QUEUED: usize = 16;
 /// Emptied batches kept for the writers to fill again.
 const SPARES: usize = QUEUED + 8;
 
-/// The emptied batches (each with room for [`BATCH`] objects).
+/// The emptied batches (each with room for [`BATCH_REFS`] references).
 static SPARE: Mutex<Vec<Vec<Garbage>>> = Mutex::new(Vec::new());
 
 thread_local! {
     /// This thread's partial batch.
     static PENDING: Cell<Vec<Garbage>> = const { Cell::new(Vec::new()) };
+    /// The number of objects in this thread's partial batch.
+    static PENDING_OBJECTS: Cell<usize> = const { Cell::new(0) };
 }
 
 /// The dropping thread's queue; `None` if it could not be started.
@@ -73,7 +81,27 @@ pub(crate) fn retire<K: Send + Sync + 'static>(obj: Arc<K>) {
     if Arc::strong_count(&obj) > 1 {
         return;
     }
-    let obj: Garbage = obj;
+    hand_over(obj, true);
+}
+
+/// Hands `obj` to the background thread without reading its reference count: this thread
+/// does not touch the object's memory at all (the background thread drops the reference,
+/// and the object with it if it was the last). For references to an object that this thread
+/// has not read and need not (an indexer write's replaced object).
+pub(crate) fn retire_unread<K: Send + Sync + 'static>(obj: Arc<K>) {
+    hand_over(obj, true);
+}
+
+/// As [`retire_unread`], for another reference of the object this thread handed over last
+/// (an index entry of an indexer write's replaced object): it does not count as one more
+/// object towards the bound.
+pub(crate) fn retire_unread_also<K: Send + Sync + 'static>(obj: Arc<K>) {
+    hand_over(obj, false);
+}
+
+/// Puts `obj` in this thread's batch (as one more object if `counts`), and the batch on the
+/// queue once full.
+fn hand_over(obj: Garbage, counts: bool) {
     // If this thread is exiting, the closure (and `obj` with it) is dropped here.
     let full = PENDING.try_with(move |pending| {
         let mut batch = pending.take();
@@ -81,10 +109,16 @@ pub(crate) fn retire<K: Send + Sync + 'static>(obj: Arc<K>) {
             batch = take_spare();
         }
         batch.push(obj);
-        if batch.len() < BATCH {
+        let objects = PENDING_OBJECTS.try_with(|n| {
+            n.set(n.get() + usize::from(counts));
+            n.get()
+        });
+        let objects = objects.unwrap_or(BATCH);
+        if objects < BATCH && batch.len() < BATCH_REFS {
             pending.set(batch);
             None
         } else {
+            let _ = PENDING_OBJECTS.try_with(|n| n.set(0));
             Some(batch)
         }
     });
@@ -103,12 +137,12 @@ pub(crate) fn retire<K: Send + Sync + 'static>(obj: Arc<K>) {
     }
 }
 
-/// A spare batch, or a new one, with room for [`BATCH`] objects.
+/// A spare batch, or a new one, with room for [`BATCH_REFS`] references.
 fn take_spare() -> Vec<Garbage> {
     SPARE
         .lock()
         .pop()
-        .unwrap_or_else(|| Vec::with_capacity(BATCH))
+        .unwrap_or_else(|| Vec::with_capacity(BATCH_REFS))
 }
 
 /// Drops the objects of `batch` (on this thread) and keeps it as a spare, if fewer than
@@ -148,11 +182,66 @@ mod tests {
     }
 
     #[test]
+    fn references_retired_unread_are_released_on_exit_and_the_last_drops_the_object() {
+        // Three references of one object (an indexer's stored value and two index entries),
+        // handed over unread by a thread that then exits: its partial batch releases them.
+        let obj = Arc::new(String::from("replaced"));
+        let weak = Arc::downgrade(&obj);
+        let kept = Arc::clone(&obj);
+        std::thread::spawn(move || {
+            retire_unread(Arc::clone(&obj));
+            retire_unread_also(Arc::clone(&obj));
+            retire_unread_also(obj);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            Arc::strong_count(&kept),
+            1,
+            "only the kept reference is left"
+        );
+        drop(kept);
+        assert!(weak.upgrade().is_none());
+    }
+
+    /// The references in this thread's partial batch.
+    fn pending_refs() -> usize {
+        PENDING.with(|p| {
+            let batch = p.take();
+            let n = batch.len();
+            p.set(batch);
+            n
+        })
+    }
+
+    #[test]
+    fn a_batch_is_full_at_batch_objects_however_many_references_each_has() {
+        std::thread::spawn(|| {
+            let objs: Vec<Arc<usize>> = (0..BATCH).map(Arc::new).collect();
+            let weaks: Vec<Weak<usize>> = objs.iter().map(Arc::downgrade).collect();
+            let mut objs = objs.into_iter();
+            for obj in objs.by_ref().take(BATCH - 1) {
+                retire_unread(Arc::clone(&obj));
+                retire_unread_also(Arc::clone(&obj));
+                retire_unread_also(obj);
+            }
+            assert_eq!(pending_refs(), 3 * (BATCH - 1), "not handed over yet");
+            assert!(weaks[..BATCH - 1].iter().all(|w| w.strong_count() == 3));
+            if let Some(last) = objs.next() {
+                retire_unread(last);
+            }
+            assert_eq!(pending_refs(), 0, "the full batch went to the queue");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
     fn a_batch_given_back_is_emptied_and_at_most_spares_are_kept() {
         let obj = Arc::new(String::from("in a batch"));
         let weak = Arc::downgrade(&obj);
         let mut batch = take_spare();
-        assert!(batch.is_empty() && batch.capacity() >= BATCH);
+        assert!(batch.is_empty() && batch.capacity() >= BATCH_REFS);
         batch.push(obj);
         give_back(batch);
         assert!(weak.upgrade().is_none(), "dropped when given back");

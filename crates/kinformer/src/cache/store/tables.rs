@@ -86,12 +86,15 @@ impl<V: Stored> Tables<V> {
 impl<V: Stored> Tables<V> {
     /// Stores `v` under `key` with the index values `new` (one group per index), and returns
     /// the value stored before. An index whose values did not change only has its entries
-    /// refreshed (they must hold `v`); only changed values move the key between sets.
+    /// refreshed (they must hold `v`); only changed values move the key between sets. The
+    /// entries of the value stored before go to `displaced`: neither they nor the value are
+    /// dropped here, so a typed write can leave the old object untouched on its thread.
     pub(super) fn put<S: AsRef<str>>(
         &mut self,
         key: &ObjectKey,
         v: V,
         new: &mut IndexValues<S>,
+        displaced: &mut Vec<V::Raw>,
     ) -> Option<V> {
         let entry = V::raw(key, &v);
         let IndexValues { values, ends, ids } = new;
@@ -107,7 +110,8 @@ impl<V: Stored> Tables<V> {
         };
         let stored = stored.get_mut();
         for (i, index) in self.indices.iter_mut().enumerate() {
-            index.update(stored.ids.get(i), &entry, group(values, ends, i), ids);
+            let old = stored.ids.get(i);
+            index.update(old, &entry, group(values, ends, i), ids, displaced);
         }
         stored.ids = ValueIds::new(ids, ends);
         Some(std::mem::replace(&mut stored.v, v))
@@ -133,7 +137,7 @@ impl<V: Stored> Tables<V> {
                 if index.keeps(loc, wanted) {
                     ids.push(loc);
                 } else {
-                    index.remove(loc);
+                    drop(index.remove(loc));
                 }
             }
             kept_ends.push(ids.len());
@@ -147,7 +151,7 @@ impl<V: Stored> Tables<V> {
         let (_, stored) = self.items.remove_entry(key)?;
         for (i, index) in self.indices.iter_mut().enumerate() {
             for &loc in stored.ids.get(i) {
-                index.remove(loc);
+                drop(index.remove(loc));
             }
         }
         Some(stored.v)

@@ -362,6 +362,48 @@ fn by_index_returns_the_current_object_when_index_values_do_not_change(mode: Mod
     }
 }
 
+#[test]
+fn a_typed_write_releases_every_reference_of_the_object_it_replaces() {
+    // The write hands the replaced object and its index entries to the dropping thread
+    // unread; a writing thread that exits releases what it has not handed over yet.
+    let idx = Arc::new(build(
+        Mode::Typed,
+        [
+            ("app".to_string(), label_index_func("app")),
+            (NAMESPACE_INDEX.to_string(), namespace_index_func()),
+        ]
+        .into(),
+    ));
+    let first = pod("ns", "a", &[("app", "web")]);
+    let kept = pod("ns", "a", &[("app", "db")]);
+    let (weak_first, weak_second) = (Arc::downgrade(&first), Arc::downgrade(&kept));
+    let writer = Arc::clone(&idx);
+    let newer = pod("ns", "a", &[("app", "web")]);
+    let stored = Arc::clone(&newer);
+    std::thread::spawn(move || {
+        writer.add(first).unwrap();
+        // Moves the object to another `app` value, then back (entries freed and overwritten).
+        writer.update(kept).unwrap();
+        writer.add(newer).unwrap();
+    })
+    .join()
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while weak_first.strong_count() + weak_second.strong_count() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a replaced object was kept"
+        );
+        std::thread::yield_now();
+    }
+    // Only the indexer holds the stored object: its item and its two index entries.
+    assert_eq!(Arc::strong_count(&stored), 4);
+    assert!(Arc::ptr_eq(&idx.get_by_key("ns/a").unwrap(), &stored));
+    assert!(idx.by_index("app", "db").unwrap().is_empty());
+    assert_eq!(idx.by_index("app", "web").unwrap().len(), 1);
+    assert_eq!(idx.by_index(NAMESPACE_INDEX, "ns").unwrap().len(), 1);
+}
+
 #[cfg(feature = "compact")]
 #[test]
 fn hot_objects_serve_repeated_reads_and_never_a_stale_object() {
@@ -542,9 +584,10 @@ fn per_object_entries_and_the_typed_indexer_keep_their_sizes() {
         assert_eq!(size_of::<Option<(ObjectKey, Blob)>>(), 32);
         assert_eq!(size_of::<super::staged::Staged>(), 40);
     }
-    // One storage's tables, the lock and the transform; compact storage is boxed.
+    // One storage's tables, the writer lock (with its list of displaced entries), the lock
+    // and the transform; compact storage is boxed.
     assert!(
-        size_of::<Indexer<Pod>>() <= 112,
+        size_of::<Indexer<Pod>>() <= 136,
         "{}",
         size_of::<Indexer<Pod>>()
     );

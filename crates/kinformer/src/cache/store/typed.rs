@@ -39,6 +39,10 @@ impl<K> Backend<K> for TypedBackend {
         Arc::ptr_eq(stored, new)
     }
 
+    fn is_stored(stored: &Arc<K>, obj: &Arc<K>) -> Option<bool> {
+        Some(Arc::ptr_eq(stored, obj))
+    }
+
     fn object(&self, raw: Arc<K>, _via: Via) -> Result<Arc<K>, Infallible> {
         Ok(raw)
     }
