@@ -122,6 +122,11 @@ fn users_indexer(mode: Mode) -> Indexer<Pod> {
     build(mode, [("by_user".to_string(), users_index())].into())
 }
 
+/// An indexer with one index, `app`, by the `app` label.
+fn app_indexer(mode: Mode) -> Indexer<Pod> {
+    build(mode, [("app".to_string(), label_index_func("app"))].into())
+}
+
 fn names(objs: Vec<Arc<Pod>>) -> Vec<String> {
     let mut v: Vec<String> = objs
         .iter()
@@ -282,7 +287,7 @@ fn index_function_errors_are_typed_and_leave_the_store_unchanged(mode: Mode) {
 }
 
 fn replace_rebuilds_items_and_indices(mode: Mode) {
-    let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
+    let idx = app_indexer(mode);
     idx.add(pod("ns", "a", &[("app", "web")])).unwrap();
     idx.add(pod("ns", "b", &[("app", "web")])).unwrap();
     let old = idx
@@ -348,7 +353,7 @@ fn index_functions_run_without_the_state_lock(mode: Mode) {
 }
 
 fn by_index_returns_the_current_object_when_index_values_do_not_change(mode: Mode) {
-    let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
+    let idx = app_indexer(mode);
     idx.add(pod("ns", "a", &[("app", "web")])).unwrap();
     let newer = pod("ns", "a", &[("app", "web"), ("v", "2")]);
     idx.update(Arc::clone(&newer)).unwrap();
@@ -439,7 +444,7 @@ fn indexer_is_send_and_sync() {
 }
 
 fn replace_with_duplicate_keys_keeps_the_later_object(mode: Mode) {
-    let idx = build(mode, [("app".to_string(), label_index_func("app"))].into());
+    let idx = app_indexer(mode);
     for i in 0..8 {
         idx.add(pod("ns", &format!("p{i}"), &[("app", "old")]))
             .unwrap();
@@ -466,10 +471,7 @@ fn replace_with_duplicate_keys_keeps_the_later_object(mode: Mode) {
 #[cfg(feature = "compact")]
 #[test]
 fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
-    let idx = build(
-        Mode::Compact,
-        [("app".to_string(), label_index_func("app"))].into(),
-    );
+    let idx = app_indexer(Mode::Compact);
     for i in 0..5 {
         idx.add(pod("ns", &format!("p{i}"), &[("app", "web")]))
             .unwrap();
@@ -502,10 +504,7 @@ fn corrupt_stored_bytes_are_typed_errors_on_every_read_and_write() {
 #[cfg(feature = "compact")]
 #[test]
 fn a_compact_relist_moving_every_object_grows_no_set() {
-    let idx = build(
-        Mode::Compact,
-        [("app".to_string(), label_index_func("app"))].into(),
-    );
+    let idx = app_indexer(Mode::Compact);
     // Object `i` has app `a<(i + shift) % 4>`: in key order, the first object enters the
     // set of `a1` before any object leaves it.
     let pods = |shift: usize| -> Vec<Arc<Pod>> {
@@ -544,10 +543,7 @@ fn a_compact_relist_moving_every_object_grows_no_set() {
 #[cfg(feature = "compact")]
 #[test]
 fn compact_mode_trains_a_dictionary_and_re_encodes_earlier_objects() {
-    let idx = build(
-        Mode::Compact,
-        [("app".to_string(), label_index_func("app"))].into(),
-    );
+    let idx = app_indexer(Mode::Compact);
     let pods: Vec<Arc<Pod>> = (0..50)
         .map(|i| {
             pod(
@@ -888,10 +884,7 @@ fn stored_index_values_never_go_stale(mode: Mode) {
 #[cfg(feature = "compact")]
 #[test]
 fn compact_update_and_add_replace_a_stored_object_whose_bytes_are_corrupt() {
-    let idx = build(
-        Mode::Compact,
-        [("app".to_string(), label_index_func("app"))].into(),
-    );
+    let idx = app_indexer(Mode::Compact);
     for i in 0..5 {
         idx.add(pod("ns", &format!("p{i}"), &[("app", "web")]))
             .unwrap();
