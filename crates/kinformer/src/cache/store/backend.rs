@@ -118,10 +118,6 @@ pub(super) trait Backend<K>: Sized {
     /// The object a value copied out of the tables stands for.
     fn object(&self, raw: <Self::V as Stored>::Raw, via: Via) -> Result<Arc<K>, Self::ReadError>;
 
-    /// The object `v` stands for if the storage has it at no cost (typed: the object itself);
-    /// `None` where it would take a decode (compact).
-    fn at_no_cost(&self, v: &Self::V) -> Option<Arc<K>>;
-
     /// `v`, now stored under `key`, stands for `obj` (a hot-object cache may keep it).
     fn cache(&self, _key: &ObjectKey, _v: &Self::V, _obj: &Arc<K>) {}
 

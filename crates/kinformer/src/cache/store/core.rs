@@ -93,9 +93,9 @@ where
     }
 
     /// See [`Indexer::upsert`](super::Indexer::upsert). With `want_old` false (a write that
-    /// discards the object it replaces), the old object is returned only if the storage has
-    /// it at no cost and it was read anyway (compact: from the hot cache); compact storage
-    /// then decodes nothing, and typed storage does not touch the old object at all.
+    /// discards the object it replaces), no old object is returned (but `obj` itself when it
+    /// is what is stored): compact storage then decodes nothing, and typed storage does not
+    /// touch the old object at all.
     ///
     /// What the write takes out of the tables (the value stored before and its index
     /// entries) goes to `discard`, after the state lock is released.
@@ -152,8 +152,7 @@ where
         let old = match &stored {
             // On its way out: served by the hot cache if there, not entered (the new one is).
             Some(o) if want_old => Some(self.object_of(&key, o, Via::Peek)?),
-            Some(o) => self.backend.at_no_cost(o),
-            None => None,
+            _ => None,
         };
         // From the version kept beside the stored object where there is one: in compact
         // storage the old object's metadata is then never parsed.

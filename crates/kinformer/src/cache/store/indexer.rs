@@ -15,7 +15,7 @@ use super::backend::{ReadError, Replaced};
 use super::compact::CompactBackend;
 use super::core::{Core, Discarded};
 use super::error::IndexerError;
-use super::retire::{retire, retire_unread, retire_unread_also};
+use super::retire::{retire_unread, retire_unread_also};
 use super::typed::TypedBackend;
 #[cfg(feature = "compact")]
 use super::{CompactOptions, HotObjects, TypedCodec};
@@ -335,9 +335,9 @@ impl<K: Resource> Indexer<K> {
     where
         K: Send + Sync + 'static,
     {
-        let upserted = match &self.mode {
-            // The old object's references go to the dropping thread unread: this thread does
-            // not touch the old object at all.
+        // Without `want_old` no old object comes back: the old object's references go to
+        // the dropping thread unread (typed), or are dropped as bytes (compact).
+        match &self.mode {
             Mode::Typed(c) => c.upsert(obj, false, |d| match d {
                 Discarded::Value(o) => retire_unread(o),
                 Discarded::Entry(o) => retire_unread_also(o),
@@ -345,9 +345,6 @@ impl<K: Resource> Indexer<K> {
             #[cfg(feature = "compact")]
             Mode::Compact(c) => c.upsert(obj, false, drop)?,
         };
-        if let Some(old) = upserted.old {
-            retire(old);
-        }
         Ok(())
     }
 

@@ -45,11 +45,21 @@ const SPARES: usize = QUEUED + 8;
 /// The emptied batches (each with room for [`BATCH_REFS`] references).
 static SPARE: Mutex<Vec<Vec<Garbage>>> = Mutex::new(Vec::new());
 
+/// A thread's partial batch: the references, and the number of objects they are of.
+#[derive(Default)]
+struct Pending {
+    batch: Vec<Garbage>,
+    objects: usize,
+}
+
 thread_local! {
     /// This thread's partial batch.
-    static PENDING: Cell<Vec<Garbage>> = const { Cell::new(Vec::new()) };
-    /// The number of objects in this thread's partial batch.
-    static PENDING_OBJECTS: Cell<usize> = const { Cell::new(0) };
+    static PENDING: Cell<Pending> = const {
+        Cell::new(Pending {
+            batch: Vec::new(),
+            objects: 0,
+        })
+    };
 }
 
 /// The dropping thread's queue; `None` if it could not be started.
@@ -103,23 +113,18 @@ pub(crate) fn retire_unread_also<K: Send + Sync + 'static>(obj: Arc<K>) {
 /// queue once full.
 fn hand_over(obj: Garbage, counts: bool) {
     // If this thread is exiting, the closure (and `obj` with it) is dropped here.
-    let full = PENDING.try_with(move |pending| {
-        let mut batch = pending.take();
-        if batch.capacity() == 0 {
-            batch = take_spare();
+    let full = PENDING.try_with(move |cell| {
+        let mut pending = cell.take();
+        if pending.batch.capacity() == 0 {
+            pending.batch = take_spare();
         }
-        batch.push(obj);
-        let objects = PENDING_OBJECTS.try_with(|n| {
-            n.set(n.get() + usize::from(counts));
-            n.get()
-        });
-        let objects = objects.unwrap_or(BATCH);
-        if objects < BATCH && batch.len() < BATCH_REFS {
-            pending.set(batch);
+        pending.batch.push(obj);
+        pending.objects += usize::from(counts);
+        if pending.objects < BATCH && pending.batch.len() < BATCH_REFS {
+            cell.set(pending);
             None
         } else {
-            let _ = PENDING_OBJECTS.try_with(|n| n.set(0));
-            Some(batch)
+            Some(pending.batch)
         }
     });
     if let Ok(Some(batch)) = full {
@@ -207,9 +212,9 @@ mod tests {
     /// The references in this thread's partial batch.
     fn pending_refs() -> usize {
         PENDING.with(|p| {
-            let batch = p.take();
-            let n = batch.len();
-            p.set(batch);
+            let pending = p.take();
+            let n = pending.batch.len();
+            p.set(pending);
             n
         })
     }

@@ -47,10 +47,6 @@ impl<K> Backend<K> for TypedBackend {
         Ok(raw)
     }
 
-    fn at_no_cost(&self, v: &Arc<K>) -> Option<Arc<K>> {
-        Some(Arc::clone(v))
-    }
-
     fn previous(&self, items: FastMap<ObjectKey, Item<Arc<K>>>) -> PreviousItems<K> {
         PreviousItems(Previous::Typed(items))
     }

@@ -127,11 +127,6 @@ impl<K> Backend<K> for CompactBackend<K> {
         Ok(obj)
     }
 
-    /// Never: the object would have to be decoded.
-    fn at_no_cost(&self, _v: &Blob) -> Option<Arc<K>> {
-        None
-    }
-
     fn cache(&self, key: &ObjectKey, v: &Blob, obj: &Arc<K>) {
         if let Some(hot) = &self.hot {
             hot.insert(key, v, obj);
