@@ -47,6 +47,10 @@ pub struct ServerConfig {
     /// Answer JSON whatever the client asks for, as a server without protobuf does (406 to a
     /// request that accepts protobuf only). Off by default: built-in kinds speak protobuf.
     pub json_only: bool,
+    /// Answer a list at `resourceVersion=0` (without a continue token) as a real API server's
+    /// watch cache does: everything in one response, whatever `limit` says. Off by default:
+    /// such a list is paged like any other.
+    pub watch_cache_lists: bool,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +70,7 @@ impl Default for ServerConfig {
             resources: ResourceDef::builtins(),
             no_watch_list: false,
             json_only: false,
+            watch_cache_lists: false,
         }
     }
 }
@@ -99,6 +104,14 @@ impl ServerConfig {
     #[must_use]
     pub fn with_json_only(mut self, json_only: bool) -> Self {
         self.json_only = json_only;
+        self
+    }
+
+    /// Answers lists at `resourceVersion=0` in one response (see
+    /// [`ServerConfig::watch_cache_lists`]).
+    #[must_use]
+    pub fn with_watch_cache_lists(mut self, on: bool) -> Self {
+        self.watch_cache_lists = on;
         self
     }
 

@@ -334,11 +334,26 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
             start_watch(st, &target, query, faults, closes, format, table).await
         }
         (Method::GET, None) => {
+            // A watch cache answers a list at version 0 in one response.
+            let whole;
+            let query = if st.config.watch_cache_lists
+                && query.continue_token.is_none()
+                && query.resource_version == Some(0)
+                && query.limit > 0
+            {
+                whole = Query {
+                    limit: 0,
+                    ..query.clone()
+                };
+                &whole
+            } else {
+                &query
+            };
             let page = list::list_objects(
                 s,
                 target.ridx,
                 ns,
-                &query,
+                query,
                 expire_continue,
                 st.config.rv_wait,
             )

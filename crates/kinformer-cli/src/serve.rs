@@ -38,6 +38,10 @@ pub struct ServeArgs {
     /// 1.26–1.31 do by default.
     #[arg(long)]
     no_watch_list: bool,
+    /// Answer a list at resourceVersion "0" in one response whatever its `limit`, as a real
+    /// API server's watch cache does.
+    #[arg(long)]
+    watch_cache_lists: bool,
 }
 
 /// The highest `--churn`: updates per second the churn task attempts.
@@ -69,6 +73,7 @@ async fn serve(args: ServeArgs) -> i32 {
         bookmark_interval: Duration::from_secs(args.bookmark_interval.max(1)),
         allow_remote: args.allow_remote,
         no_watch_list: args.no_watch_list,
+        watch_cache_lists: args.watch_cache_lists,
         ..ServerConfig::default()
     };
     config.store.max_events = args.history.max(1);

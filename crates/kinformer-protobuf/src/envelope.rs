@@ -62,14 +62,7 @@ impl<'a> Envelope<'a> {
         while !r.is_empty() {
             match r.field()? {
                 (1, Value::Bytes(type_meta)) => {
-                    let mut t = Reader::new(type_meta);
-                    while !t.is_empty() {
-                        match t.field()? {
-                            (1, v) => env.api_version = text(v)?,
-                            (2, v) => env.kind = text(v)?,
-                            _ => {}
-                        }
-                    }
+                    (env.api_version, env.kind) = Self::parse_type_meta(type_meta)?;
                 }
                 (2, Value::Bytes(raw)) => env.raw = raw,
                 (3, v) => env.content_encoding = text(v)?,
@@ -83,6 +76,20 @@ impl<'a> Envelope<'a> {
             }
         }
         Ok(env)
+    }
+
+    /// A `typeMeta` message's `apiVersion` and `kind`.
+    pub(crate) fn parse_type_meta(type_meta: &'a [u8]) -> Result<(&'a str, &'a str), Error> {
+        let (mut api_version, mut kind) = ("", "");
+        let mut t = Reader::new(type_meta);
+        while !t.is_empty() {
+            match t.field()? {
+                (1, v) => api_version = text(v)?,
+                (2, v) => kind = text(v)?,
+                _ => {}
+            }
+        }
+        Ok((api_version, kind))
     }
 
     /// The envelope around `raw`, an object of `api_version` and `kind`.

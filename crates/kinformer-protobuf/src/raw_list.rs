@@ -88,7 +88,7 @@ impl<'a> RawList<'a> {
 
 /// `meta.v1.ListMeta`, as the schema-driven decode gives it: empty strings absent,
 /// `remainingItemCount` (a pointer in Go) kept at zero.
-fn list_meta(bytes: &[u8]) -> Result<ListMeta, Error> {
+pub(crate) fn list_meta(bytes: &[u8]) -> Result<ListMeta, Error> {
     let text = |v: Value<'_>| nonempty(v, "listMeta").map(|s| s.map(str::to_owned));
     let mut m = ListMeta::default();
     let mut r = Reader::new(bytes);

@@ -18,6 +18,7 @@
 //! to handlers, and handlers enqueue keys on a `workqueue` that workers drain.
 
 pub mod cache;
+mod codec;
 pub mod controller;
 mod hash;
 #[cfg(feature = "kube")]

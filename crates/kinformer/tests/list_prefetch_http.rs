@@ -162,6 +162,7 @@ where
     while let Some(page) = pages.next().await.unwrap() {
         match page {
             Page::Items(list) => out.push(names(&list)),
+            Page::Part(_) => panic!("a page this small does not stream"),
             Page::Restart => panic!("unexpected restart"),
         }
     }

@@ -62,6 +62,7 @@ mod error;
 mod factory;
 mod heap_reserve;
 mod lines;
+mod list_stream;
 #[cfg(feature = "protobuf")]
 mod protobuf;
 mod split_decode;
@@ -89,6 +90,8 @@ use futures::{FutureExt, StreamExt, TryStreamExt};
 use http_body_util::BodyExt as _;
 use kube_core::{PartialObjectMeta, Request, Resource};
 use serde::de::DeserializeOwned;
+
+use list_stream::ListBody;
 
 use crate::cache::listwatch::{
     DecodeError, ListOptions, ListWatchError, ListerWatcher, NextPage, ObjectList, PrefetchedPage,
@@ -387,9 +390,9 @@ impl<K> KubeListerWatcher<K> {
         let limit = self.request_timeout;
         async move {
             if let Some(req) = req {
-                match within(limit, "list", ListBody::fetch(&client, req?)).await? {
+                match within(limit, "list", fetch_list_body(&client, req?, limit)).await? {
                     Ok(body) => {
-                        learn.response(&body.content_type);
+                        learn.response(body.content_type());
                         return Ok(body);
                     }
                     Err(e) if refuses_protobuf(&e) => {
@@ -398,7 +401,7 @@ impl<K> KubeListerWatcher<K> {
                     Err(e) => return Err(e),
                 }
             }
-            within(limit, "list", ListBody::fetch(&client, json_req?)).await?
+            within(limit, "list", fetch_list_body(&client, json_req?, limit)).await?
         }
     }
 }
@@ -423,7 +426,14 @@ where
         decoded_by: DecodedBy,
     ) -> BoxFuture<'static, Result<PrefetchedPage<K>, ListWatchError>> {
         async move {
-            let next = match body.continue_token() {
+            let (content_type, body) = match body {
+                ListBody::Streaming(streaming) => {
+                    // Too large to hold: its parts are decoded as they are taken.
+                    return streaming.into_rest::<K>().next().await;
+                }
+                ListBody::Whole { content_type, body } => (content_type, body),
+            };
+            let next = match continue_token_ahead(&content_type, &body) {
                 Some(token) => {
                     let options = options.next_page(&token);
                     let fetch = self.fetch_list(&options);
@@ -445,10 +455,10 @@ where
                 }
                 None => None,
             };
-            Ok(PrefetchedPage {
-                list: body.decode()?,
+            Ok(PrefetchedPage::with_next(
+                decode_whole(&content_type, &body)?,
                 next,
-            })
+            ))
         }
         .boxed()
     }
@@ -514,7 +524,18 @@ where
         options: &ListOptions,
     ) -> impl Future<Output = Result<ObjectList<K>, ListWatchError>> + Send {
         let fetch = self.fetch_list(options);
-        async move { fetch.await?.decode() }
+        async move {
+            match fetch.await? {
+                ListBody::Whole { content_type, body } => decode_whole(&content_type, &body),
+                ListBody::Streaming(streaming) => {
+                    let first = streaming.into_rest::<K>().next().await?;
+                    match first.rest {
+                        Some(rest) => rest.join(first.list).await,
+                        None => Ok(first.list),
+                    }
+                }
+            }
+        }
     }
 
     /// Once a page's body has arrived, starts the request for the next page on a task of its
@@ -642,45 +663,43 @@ fn content_type<B>(res: &http::Response<B>) -> String {
         .to_owned()
 }
 
-/// A list response's body, not yet decoded.
-struct ListBody {
-    content_type: String,
-    body: bytes::Bytes,
+/// Sends a list request and reads its body: whole, or streaming in when it is large (see
+/// [`list_stream`]); `idle` bounds each wait for more of a streaming body.
+async fn fetch_list_body(
+    client: &Client,
+    req: http::Request<Vec<u8>>,
+    idle: Duration,
+) -> Result<ListBody, ListWatchError> {
+    let res = send(client, req).await?;
+    let content_type = content_type(&res);
+    list_stream::read(content_type, res.into_body().into_data_stream(), idle).await
 }
 
-impl ListBody {
-    /// Sends a list request and reads its response's body.
-    async fn fetch(
-        client: &Client,
-        req: http::Request<Vec<u8>>,
-    ) -> Result<ListBody, ListWatchError> {
-        let (content_type, body) = read_body(send(client, req).await?).await?;
-        Ok(ListBody { content_type, body })
+/// A whole list body's continue token, found without decoding the items (`None` when it is
+/// not found that way, see [`decode::continue_token_ahead`]).
+fn continue_token_ahead(content_type: &str, body: &[u8]) -> Option<String> {
+    #[cfg(feature = "protobuf")]
+    if protobuf::is_protobuf(content_type) {
+        return protobuf::continue_token_ahead(body);
     }
+    let _ = content_type;
+    decode::continue_token_ahead(body)
+}
 
-    /// The list's continue token, found without decoding the items (`None` when it is not
-    /// found that way, see [`decode::continue_token_ahead`]).
-    fn continue_token(&self) -> Option<String> {
-        #[cfg(feature = "protobuf")]
-        if protobuf::is_protobuf(&self.content_type) {
-            return protobuf::continue_token_ahead(&self.body);
-        }
-        decode::continue_token_ahead(&self.body)
+/// A whole list body, decoded by its content type.
+fn decode_whole<K: DeserializeOwned + Send + Sync + 'static>(
+    content_type: &str,
+    body: &[u8],
+) -> Result<ObjectList<K>, ListWatchError> {
+    #[cfg(feature = "protobuf")]
+    if protobuf::is_protobuf(content_type) {
+        return protobuf::decode_list::<K>(body);
     }
-
-    /// The list, decoded by its content type.
-    fn decode<K: DeserializeOwned + Send + Sync + 'static>(
-        &self,
-    ) -> Result<ObjectList<K>, ListWatchError> {
-        #[cfg(feature = "protobuf")]
-        if protobuf::is_protobuf(&self.content_type) {
-            return protobuf::decode_list::<K>(&self.body);
-        }
-        let text = std::str::from_utf8(&self.body).map_err(|e| {
-            ListWatchError::Decode(DecodeError::new(format!("list response is not UTF-8: {e}")))
-        })?;
-        decode::decode_list::<K>(text)
-    }
+    let _ = content_type;
+    let text = std::str::from_utf8(body).map_err(|e| {
+        ListWatchError::Decode(DecodeError::new(format!("list response is not UTF-8: {e}")))
+    })?;
+    decode::decode_list::<K>(text)
 }
 
 /// The events of a watch body, by its content type.

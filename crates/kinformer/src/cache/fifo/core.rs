@@ -99,6 +99,8 @@ pub(crate) struct FifoCore<D> {
     notify: Notify,
     /// Notified after every pop: wakes a reflector waiting for room for its next page.
     popped: Notify,
+    /// Relists go page by page too (not only the first list).
+    pub(crate) paged_relists: bool,
 }
 
 impl<D> FifoCore<D> {
@@ -114,6 +116,7 @@ impl<D> FifoCore<D> {
             }),
             notify: Notify::new(),
             popped: Notify::new(),
+            paged_relists: false,
         }
     }
 
@@ -142,8 +145,8 @@ impl<D> FifoCore<D> {
     }
 
     /// Ends the paged replace: `tombstone` queues deletions for what is queued or known but
-    /// was not listed (only when the replace did not begin fresh), then everything `queued`
-    /// counts belongs to the first population, which is complete.
+    /// was not listed (only when the replace did not begin fresh); in the first list,
+    /// everything `queued` counts then belongs to the first population, which is complete.
     ///
     /// # Errors
     /// [`CacheError::Closed`]; [`CacheError::NoPagedReplace`] if none was begun.
@@ -157,8 +160,10 @@ impl<D> FifoCore<D> {
         if let Some(seen) = paged.seen {
             tombstone(&mut s.data, &seen);
         }
-        s.initial_population_count = queued(&s.data);
-        s.populated = true;
+        if !s.populated {
+            s.initial_population_count = queued(&s.data);
+            s.populated = true;
+        }
         drop(s);
         self.wake();
         Ok(())
@@ -188,11 +193,12 @@ impl<D> FifoCore<D> {
         self.state.lock().has_synced()
     }
 
-    /// Begins a paged replace if the first population is still to come; `fresh` says whether
-    /// the queue and the consumer's store are empty (then no key needs remembering).
+    /// Begins a paged replace if the first population is still to come, or for a relist
+    /// with [`paged_relists`](Self::paged_relists) set; `fresh` says whether the queue and the
+    /// consumer's store are empty (then no key needs remembering).
     pub(crate) fn begin_paged(&self, fresh: impl FnOnce(&D) -> bool) -> bool {
         let mut s = self.state.lock();
-        if s.closed || s.populated {
+        if s.closed || (s.populated && !self.paged_relists) {
             return false;
         }
         let seen = (!fresh(&s.data)).then(FastSet::default);

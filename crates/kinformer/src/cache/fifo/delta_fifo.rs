@@ -147,6 +147,18 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         }
     }
 
+    /// `true`: relists go page by page as the first list does
+    /// ([`ReflectorSink::begin_paged_replace`]), their objects queued as `Replaced` (or
+    /// `Sync`) deltas as their pages arrive and the tombstones of what they no longer list
+    /// queued at their end, so a relist holds a page or two instead of the whole list.
+    /// `false` (the default, as client-go): a relist is one atomic
+    /// [`replace`](ReflectorSink::replace) of the whole list.
+    #[must_use]
+    pub fn with_paged_relists(mut self, on: bool) -> Self {
+        self.core.paged_relists = on;
+        self
+    }
+
     /// Sets the consumer's store (normally the informer's [`Indexer`](crate::cache::store::Indexer)): used to
     /// find deletions missed during a relist, to resync, and to decide whether a delete of an
     /// unqueued key is relevant.
@@ -382,7 +394,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
         let paged = s.paged.as_mut().ok_or(CacheError::NoPagedReplace)?;
         for (key, obj) in keyed {
             paged.saw(&key);
-            if !s.data.items.contains_key(key.as_str()) {
+            if !s.populated && !s.data.items.contains_key(key.as_str()) {
                 // A newly queued key of the first population.
                 s.initial_population_count += 1;
             }

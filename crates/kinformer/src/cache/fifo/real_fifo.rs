@@ -121,6 +121,20 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         self
     }
 
+    /// `true`: relists go page by page as the first list does
+    /// ([`ReflectorSink::begin_paged_replace`]), whatever
+    /// [`with_atomic_events`](Self::with_atomic_events) says: their objects are queued as
+    /// `Replaced` deltas as their pages arrive and the tombstones of what they no longer list
+    /// at their end, so a relist holds a page or two instead of the whole list, and the
+    /// consumer applies it object by object (readers can see a mix of old and new). `false`
+    /// (the default): a relist is one [`replace`](ReflectorSink::replace) of the whole list
+    /// (one `ReplacedAll` in atomic mode).
+    #[must_use]
+    pub fn with_paged_relists(mut self, on: bool) -> Self {
+        self.core.paged_relists = on;
+        self
+    }
+
     /// `true` (the default): one `ReplacedAll` per relist and one `SyncAll` per resync.
     pub fn with_atomic_events(mut self, atomic: bool) -> Self {
         self.atomic = atomic;
@@ -381,7 +395,8 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
     }
 
     /// Queues the page's objects as `Replaced` deltas (in atomic mode too: the consumer's
-    /// store is still empty, or the finish tombstones what a failed earlier list left).
+    /// store is still empty, or the finish tombstones what a failed earlier list or what a
+    /// paged relist no longer lists).
     fn replace_page(&self, objs: Vec<Arc<K>>) -> Result<(), CacheError> {
         let entries = self.replaced(objs)?;
         let mut guard = self.core.lock_open()?;
@@ -392,7 +407,9 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
                 paged.saw(key);
             }
         }
-        s.initial_population_count += entries.len();
+        if !s.populated {
+            s.initial_population_count += entries.len();
+        }
         s.data.extend(entries);
         drop(guard);
         self.core.wake();

@@ -30,8 +30,11 @@ pub trait ReflectorSink<K>: Send + Sync + 'static {
     /// The delta queues take the *initial* list page by page (until their first replace
     /// completes): nothing has been delivered yet, so handing each page on as it arrives
     /// delivers the same deltas, sooner, and holds a few pages instead of the whole list.
-    /// Relists stay atomic. If a paged list fails midway, the pages handed over stay queued;
-    /// the next list's `finish_paged_replace` deletes whatever it did not list again.
+    /// Relists too when the queue is built `with_paged_relists(true)` (as informers build it
+    /// unless their relists are atomic): each page's objects are queued as `Replaced` deltas
+    /// as the page arrives, and what the relist no longer lists is deleted at its end. If a
+    /// paged list fails midway, the pages handed over stay queued; the next list's
+    /// `finish_paged_replace` deletes whatever it did not list again.
     fn begin_paged_replace(&self) -> bool {
         false
     }

@@ -61,6 +61,20 @@ pub struct InformerOptions<K> {
     pub use_watch_list: bool,
     /// Explicit list page size; `None` applies client-go's rules (500).
     pub page_size: Option<u32>,
+    /// `false` (the default): a relist streams into the cache as the first list does: each
+    /// page (or part of a response that streams in) is applied as it arrives, new and changed
+    /// objects at once, and what the list no longer holds is deleted at its end; the informer
+    /// holds its cache and a window of the list, never a second copy of it. Handlers get the
+    /// same notifications as with an atomic relist; the deletes come after the list's updates
+    /// instead of before them, and readers of the cache can see a mix of old and new objects
+    /// while the relist runs (each object is one or the other). A relist that fails midway
+    /// leaves what it applied; the next list deletes whatever it does not list again.
+    ///
+    /// `true`: a relist is gathered whole and applied in one atomic replace (client-go's
+    /// behaviour; with [`QueueKind::RealFifo`] one `ReplacedAll`): readers see the old
+    /// content or the new, never a mix, at the cost of holding the whole list beside the
+    /// cache while it arrives.
+    pub atomic_relists: bool,
     /// Minimum watch timeout (raised to 5 minutes if lower).
     pub min_watch_timeout: Duration,
     /// The reflector's backoff between failed list/watch attempts; `None` (the default) is
@@ -80,6 +94,7 @@ impl<K> Default for InformerOptions<K> {
             queue: QueueKind::default(),
             use_watch_list: true,
             page_size: None,
+            atomic_relists: false,
             min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
             backoff: None,
         }
@@ -97,6 +112,7 @@ impl<K> Clone for InformerOptions<K> {
             queue: self.queue,
             use_watch_list: self.use_watch_list,
             page_size: self.page_size,
+            atomic_relists: self.atomic_relists,
             min_watch_timeout: self.min_watch_timeout,
             backoff: self.backoff.clone(),
         }
@@ -116,6 +132,7 @@ impl<K> fmt::Debug for InformerOptions<K> {
             .field("queue", &self.queue)
             .field("use_watch_list", &self.use_watch_list)
             .field("page_size", &self.page_size)
+            .field("atomic_relists", &self.atomic_relists)
             .field("min_watch_timeout", &self.min_watch_timeout)
             .field("backoff", &self.backoff.is_some())
             .finish()
@@ -194,6 +211,14 @@ impl<K> InformerOptions<K> {
     #[must_use]
     pub fn with_page_size(mut self, size: u32) -> Self {
         self.page_size = Some(size);
+        self
+    }
+
+    /// Makes relists atomic (see [`atomic_relists`](Self::atomic_relists)); they stream by
+    /// default.
+    #[must_use]
+    pub fn with_atomic_relists(mut self, on: bool) -> Self {
+        self.atomic_relists = on;
         self
     }
 }

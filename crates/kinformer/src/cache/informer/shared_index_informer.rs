@@ -488,9 +488,11 @@ where
     fn build_queue(&self) -> Arc<dyn DeltaQueue<K>> {
         let transform = self.inner.options.transform.clone();
         let known = Arc::clone(&self.inner.indexer) as Arc<dyn KnownObjects<K>>;
+        let paged_relists = !self.inner.options.atomic_relists;
         match self.inner.options.queue {
             QueueKind::RealFifo => {
                 let mut q = RealFifo::new()
+                    .with_paged_relists(paged_relists)
                     .with_known_objects(known)
                     .with_max_live_batch(INFORMER_MAX_LIVE_BATCH);
                 if let Some(t) = transform {
@@ -499,7 +501,9 @@ where
                 Arc::new(q)
             }
             QueueKind::DeltaFifo => {
-                let mut q = DeltaFifo::new().with_known_objects(known);
+                let mut q = DeltaFifo::new()
+                    .with_paged_relists(paged_relists)
+                    .with_known_objects(known);
                 if let Some(t) = transform {
                     q = q.with_transformer(t);
                 }

@@ -27,7 +27,7 @@ pub use error::{
 pub use event::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, ObjectList, WatchEvent};
 pub use options::{ListOptions, ResourceVersionMatch, Selectors, WatchOptions};
 pub use pager::{DEFAULT_PAGE_SIZE, ListPager, Listed, Page, PagedList, Pages};
-pub use prefetch::{NextPage, PrefetchedPage};
+pub use prefetch::{ListPart, ListRest, NextPage, PrefetchedPage};
 pub use support::WatchListSupport;
 pub(crate) use support::{Gate, WatchListProbe};
 

@@ -7,7 +7,10 @@
 //! - If a continue token expires (410 `Expired` on page 2 or later), the pager makes one full,
 //!   unpaginated list at the originally requested version instead.
 //! - [`ListPager::list`] joins the pages; [`ListPager::pages`] hands them over one at a time
-//!   (the reflector's paged initial list).
+//!   (the reflector's lists).
+//! - A page whose response streams in ([`PrefetchedPage::rest`], a source's answer to a
+//!   response too large to hold whole) is handed over part by part ([`Page::Part`]), its last
+//!   part as the page: the list's version and continue token come with it.
 //! - Each page is listed with [`ListerWatcher::list_prefetching`]: a source that supports it
 //!   starts the next page's request before decoding the page, so that the server's work on
 //!   page n+1 overlaps the decoding of page n. The pager uses that request if it continues
@@ -19,7 +22,7 @@ use std::fmt;
 use tracing::debug;
 
 use crate::cache::listwatch::{
-    ListOptions, ListWatchError, ListerWatcher, NextPage, ObjectList, PrefetchedPage,
+    ListOptions, ListRest, ListWatchError, ListerWatcher, NextPage, ObjectList, PrefetchedPage,
     ResourceVersionMatch,
 };
 
@@ -108,6 +111,10 @@ impl ListPager {
         let mut first = true;
         while let Some(page) = pages.next().await? {
             match page {
+                Page::Part(mut part) => {
+                    joined.items.append(&mut part.items);
+                    joined.undecodable.append(&mut part.undecodable);
+                }
                 Page::Items(mut page) => {
                     if std::mem::take(&mut first) {
                         joined.resource_version = std::mem::take(&mut page.resource_version);
@@ -184,8 +191,8 @@ enum Next<K> {
     Page,
     /// Take the page `options` describes from its request, already under way.
     Prefetched(NextPage<K>),
-    /// Hand over the full list fetched after an expired continue token.
-    Full(ObjectList<K>),
+    /// Take the next part of the page whose response is streaming in.
+    Rest(ListRest<K>),
     /// Nothing: the list is complete.
     Done,
 }
@@ -216,17 +223,23 @@ impl<K, L: ListerWatcher<K>> Pages<'_, K, L> {
                 self.next = Next::Done;
                 return Ok(None);
             }
-            Next::Full(full) => {
-                self.next = Next::Done;
-                return Ok(Some(Page::Items(full)));
-            }
             Next::Page => self.lw.list_prefetching(&self.options).await,
             Next::Prefetched(next) => next.page().await,
+            Next::Rest(rest) => rest.next().await,
         };
-        let PrefetchedPage { list: page, next } = match fetched {
+        let PrefetchedPage {
+            list: page,
+            next,
+            rest,
+        } = match fetched {
             Ok(fetched) => fetched,
-            Err(err) => return self.expired(err).await,
+            Err(err) => return self.expired(err),
         };
+        if let Some(rest) = rest {
+            // A part of a page: the page's metadata comes with its last part.
+            self.next = Next::Rest(rest);
+            return Ok(Some(Page::Part(page)));
+        }
         if self.resource_version.is_none() {
             self.resource_version = Some(page.resource_version.clone());
         }
@@ -246,9 +259,9 @@ impl<K, L: ListerWatcher<K>> Pages<'_, K, L> {
     }
 
     /// After the failed request for the page `options` describes: when it is an expired
-    /// continue token and the pager falls back, fetches the full list and returns
-    /// [`Page::Restart`]; otherwise returns the error. The list is over if it fails.
-    async fn expired(&mut self, err: ListWatchError) -> Result<Option<Page<K>>, ListWatchError> {
+    /// continue token and the pager falls back, returns [`Page::Restart`] and lists in full
+    /// from the next call on; otherwise returns the error, and the list is over.
+    fn expired(&mut self, err: ListWatchError) -> Result<Option<Page<K>>, ListWatchError> {
         let on_continue_page = self.options.continue_token.is_some();
         if !(self.full_list_if_expired && on_continue_page && (err.is_expired() || err.is_gone())) {
             self.next = Next::Done;
@@ -262,17 +275,11 @@ impl<K, L: ListerWatcher<K>> Pages<'_, K, L> {
             resource_version_match: self.requested_match,
             selectors: self.options.selectors.clone(),
         };
-        let mut full = match self.lw.list(&full_list).await {
-            Ok(full) => full,
-            Err(e) => {
-                self.next = Next::Done;
-                return Err(e);
-            }
-        };
-        full.continue_token = None;
+        // The full list is listed as any page (streaming in if it is large); its version is
+        // the list's.
         self.options = full_list;
-        self.resource_version = Some(full.resource_version.clone());
-        self.next = Next::Full(full);
+        self.resource_version = None;
+        self.next = Next::Page;
         Ok(Some(Page::Restart))
     }
 
@@ -293,7 +300,11 @@ impl<K, L: ListerWatcher<K>> Pages<'_, K, L> {
 pub enum Page<K> {
     /// The next page. Its `continue_token` is the server's; its `resource_version` is the
     /// server's for this page (the list's version is the first page's, see [`Listed`]).
+    /// For a page that streamed in, this is its last part.
     Items(ObjectList<K>),
+    /// A part of a page that streams in: items only (no version, no continue token); more
+    /// parts follow, the last as [`Page::Items`].
+    Part(ObjectList<K>),
     /// The pages so far are superseded: a full list follows (an expired continue token).
     Restart,
 }
@@ -529,10 +540,10 @@ mod tests {
                     token
                 };
                 let then = move |page| self.prefetched(next, page);
-                Ok(PrefetchedPage {
+                Ok(PrefetchedPage::with_next(
                     list,
-                    next: Some(NextPage::start(label, fetch, then).await),
-                })
+                    Some(NextPage::start(label, fetch, then).await),
+                ))
             }
             .boxed()
         }

@@ -5,24 +5,122 @@
 use std::fmt;
 use std::future::Future;
 
+use futures::StreamExt;
 use futures::future::{BoxFuture, FutureExt};
+use futures::stream::BoxStream;
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::cache::listwatch::{ListWatchError, ObjectList};
 
-/// A listed page and, when its source started it, the request for the page after it.
+/// A listed page and, when its source started it, the request for the page after it; or,
+/// when the page's response streams in, the part of it decoded so far and the rest.
 #[derive(Debug)]
 pub struct PrefetchedPage<K> {
-    /// The page.
+    /// The page, or with `rest` set, a part of it: its items only, no metadata.
     pub list: ObjectList<K>,
     /// The request for the page that `list.continue_token` continues to, if already started.
     pub next: Option<NextPage<K>>,
+    /// The rest of the page's response, when it streams in ([`ListRest`]): `list` is then a
+    /// part, and the page's last part carries the page's metadata.
+    pub rest: Option<ListRest<K>>,
 }
 
 impl<K> PrefetchedPage<K> {
     /// A page whose next page is not being fetched.
     pub fn alone(list: ObjectList<K>) -> Self {
-        Self { list, next: None }
+        Self {
+            list,
+            next: None,
+            rest: None,
+        }
+    }
+
+    /// A page and the request for the page after it.
+    pub fn with_next(list: ObjectList<K>, next: Option<NextPage<K>>) -> Self {
+        Self {
+            list,
+            next,
+            rest: None,
+        }
+    }
+}
+
+/// One part of a page that streams in, and whether it is the last (then it carries the page's
+/// resource version, continue token and remaining item count).
+pub type ListPart<K> = (ObjectList<K>, bool);
+
+/// The rest of a list response decoded as it streams in: its parts in order, items only,
+/// the last with the page's metadata.
+///
+/// A source hands one out ([`PrefetchedPage::rest`]) when a response is too large to hold
+/// whole (say a list at `resourceVersion=0`, which a real API server's watch cache answers in
+/// one response whatever `limit` says): the pager then hands its parts over one by one, as it
+/// does pages, and a reflector applies them as they come instead of holding the list.
+pub struct ListRest<K> {
+    parts: BoxStream<'static, Result<ListPart<K>, ListWatchError>>,
+}
+
+impl<K> fmt::Debug for ListRest<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListRest").finish_non_exhaustive()
+    }
+}
+
+impl<K> ListRest<K> {
+    /// The rest of a response as a stream of parts; the last part says so. A stream that
+    /// ends without its last part is a failed list.
+    pub fn new(parts: BoxStream<'static, Result<ListPart<K>, ListWatchError>>) -> Self {
+        Self { parts }
+    }
+
+    /// The next part: a [`PrefetchedPage`] with `rest` set while more parts follow, or the
+    /// last part, with the page's metadata and no `rest`.
+    ///
+    /// # Errors
+    /// The response's failure (a body cut off, a malformed item framing, a transport error).
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the response.
+    pub async fn next(mut self) -> Result<PrefetchedPage<K>, ListWatchError> {
+        match self.parts.next().await {
+            Some(Ok((list, true))) => Ok(PrefetchedPage::alone(list)),
+            Some(Ok((list, false))) => Ok(PrefetchedPage {
+                list,
+                next: None,
+                rest: Some(self),
+            }),
+            Some(Err(e)) => Err(e),
+            None => Err(ListWatchError::transport(
+                "the list response ended before its last part",
+            )),
+        }
+    }
+
+    /// Every remaining part joined onto `list` (a part), as one page: for a caller that
+    /// wants the page whole.
+    ///
+    /// # Errors
+    /// As [`next`](Self::next).
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the response.
+    pub async fn join(self, mut list: ObjectList<K>) -> Result<ObjectList<K>, ListWatchError> {
+        let mut rest = self;
+        loop {
+            let part = rest.next().await?;
+            let mut more = part.list;
+            list.items.append(&mut more.items);
+            list.undecodable.append(&mut more.undecodable);
+            match part.rest {
+                Some(r) => rest = r,
+                None => {
+                    list.resource_version = more.resource_version;
+                    list.continue_token = more.continue_token;
+                    list.remaining_item_count = more.remaining_item_count;
+                    return Ok(list);
+                }
+            }
+        }
     }
 }
 

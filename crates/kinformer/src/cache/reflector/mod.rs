@@ -11,7 +11,10 @@
 //!   completes): each page is queued as it arrives, and in an informer the next page is
 //!   fetched only once fewer than two pages wait in the queue, so decoding overlaps the
 //!   store's work and at most a few pages are held decoded instead of the whole list.
-//!   Relists stay atomic (one `replace`).
+//!   A response that streams in (a source's answer to a list too large to hold whole) goes
+//!   through the same way, part by part. Relists go page by page too when the sink takes them
+//!   that way (informers' queues do unless their relists are atomic); else a relist is
+//!   joined and handed over in one `replace`.
 //! - **Watches** ask for bookmarks and a `timeoutSeconds` uniform in `[min, 2·min)` (min 5 min).
 //!   A clean close re-watches without a relist; a watch closed within 1 s without events, an
 //!   `ERROR` event or a stream error relists after a backoff; 429 and connection refused back
@@ -66,11 +69,11 @@ pub use stats::ReflectorMetrics;
 pub(crate) use stats::ReflectorStats;
 
 use crate::cache::fifo::ReflectorSink;
+use crate::cache::listwatch::{DEFAULT_PAGE_SIZE, ListPager, ObjectList, Page, PagedList};
 use crate::cache::listwatch::{
     Gate, ListOptions, ListWatchError, ListerWatcher, Selectors, WatchEvent, WatchListProbe,
     WatchListSupport, WatchOptions, WatchStream,
 };
-use crate::cache::listwatch::{ListPager, ObjectList, Page, PagedList};
 use crate::cache::meta::{CacheError, ObjectKey, meta_namespace_key};
 use crate::wait::{BackoffManager, ExponentialBackoffManager};
 use retry::RetryWithDeadline;
@@ -629,7 +632,12 @@ where
     ) -> Option<Input> {
         // At most two pages' objects wait in the queue: decoding runs ahead of the consumer
         // by a page or two, not by the whole list.
-        let backlog = 2 * (pager.page_size().max(1) as usize);
+        // (A list without a limit that streams in comes in parts of a page's size.)
+        let page = match pager.page_size() {
+            0 => DEFAULT_PAGE_SIZE,
+            size => size,
+        };
+        let backlog = 2 * page as usize;
         let sink_failed = |source| {
             self.report(ReflectorError::Sink {
                 operation: "replace",
@@ -661,7 +669,8 @@ where
                 return sink_failed(source);
             }
             let list = match next {
-                Ok(Some(Page::Items(list))) => list,
+                // A part of a page that streams in goes over as a page does.
+                Ok(Some(Page::Items(list) | Page::Part(list))) => list,
                 Ok(Some(Page::Restart)) => {
                     // The pages so far are an older snapshot: the finish must judge by the
                     // full list alone.

@@ -1,0 +1,295 @@
+//! List responses too large to hold whole, decoded as they stream in.
+//!
+//! A list body is read as it arrives. One that ends within [`STREAM_ABOVE`] bytes (every page of
+//! a paged list) is decoded whole, as before; one that grows past it (a list at
+//! `resourceVersion=0`, which a real API server's watch cache answers in one response whatever
+//! `limit` says) streams: a task of its own reads the rest of the body and splits it into
+//! batches of items ([`codec::list_stream`](crate::codec::list_stream)), at most
+//! [`BATCHES_AHEAD`] batches ahead of their consumer, and the consumer decodes each batch as it
+//! takes it ([`ListRest`]). So a list of any size is held as a bounded window: the bytes
+//! already read, a few batches, and the item being received.
+//!
+//! A body that stops arriving for the request timeout, ends inside an item, frames its items
+//! wrongly or holds an item over [`DEFAULT_MAX_ITEM`] bytes fails the list with an error naming
+//! the item's position and byte offset.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::{Stream, StreamExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::decode::{self, JsonDecoder};
+use super::error;
+use crate::cache::listwatch::{DecodeError, ListRest, ListWatchError, ObjectList};
+use crate::codec::list_stream::{
+    DEFAULT_MAX_ITEM, ListBatch, ListEnd, ListFormat, ListSplit, SplitError,
+};
+
+/// A body larger than this streams; a smaller one is decoded whole.
+pub(crate) const STREAM_ABOVE: usize = 4 << 20;
+
+/// A batch is handed over once it holds this many items…
+const BATCH_ITEMS: usize = 500;
+
+/// …or this many bytes.
+const BATCH_BYTES: usize = 2 << 20;
+
+/// How many batches the reading task runs ahead of the decoding consumer.
+const BATCHES_AHEAD: usize = 2;
+
+/// What the reading task sends.
+enum RawPart {
+    /// A batch of items; more follow.
+    Batch(ListBatch),
+    /// The last batch, if any, and the list's metadata.
+    Last(Option<ListBatch>, ListEnd),
+}
+
+/// A list body being read.
+pub(crate) enum ListBody {
+    /// The whole body, read before it grew past [`STREAM_ABOVE`].
+    Whole {
+        /// The response's content type.
+        content_type: String,
+        /// The body.
+        body: Bytes,
+    },
+    /// A body streaming in, split on a task of its own.
+    Streaming(Streaming),
+}
+
+/// The batches of a body that streams in (see the module docs).
+pub(crate) struct Streaming {
+    content_type: String,
+    format: ListFormat,
+    parts: mpsc::Receiver<Result<RawPart, ListWatchError>>,
+    task: AbortOnDropHandle<()>,
+}
+
+impl ListBody {
+    /// The response's content type.
+    pub(crate) fn content_type(&self) -> &str {
+        match self {
+            ListBody::Whole { content_type, .. } => content_type,
+            ListBody::Streaming(s) => &s.content_type,
+        }
+    }
+}
+
+/// Reads a list response's body: whole if it ends within [`STREAM_ABOVE`] bytes, else the
+/// bytes so far and the rest go to a splitting task. `idle` bounds the wait for each piece
+/// of a streaming body.
+pub(crate) async fn read<S>(
+    content_type: String,
+    mut body: S,
+    idle: Duration,
+) -> Result<ListBody, ListWatchError>
+where
+    S: Stream<Item = Result<Bytes, ::kube::Error>> + Send + Unpin + 'static,
+{
+    let mut whole = BytesMut::new();
+    let mut first: Option<Bytes> = None;
+    while let Some(piece) = body.next().await {
+        let piece = piece.map_err(error::from_kube)?;
+        if whole.is_empty() && first.is_none() {
+            // A body in one piece is kept as it is, without a copy.
+            first = Some(piece);
+        } else {
+            if let Some(f) = first.take() {
+                whole.extend_from_slice(&f);
+            }
+            whole.extend_from_slice(&piece);
+        }
+        let len = first.as_ref().map_or(whole.len(), Bytes::len);
+        if len > STREAM_ABOVE {
+            let read = first.unwrap_or_else(|| whole.freeze());
+            return Ok(ListBody::Streaming(Streaming::start(
+                content_type,
+                read,
+                body,
+                idle,
+            )));
+        }
+    }
+    Ok(ListBody::Whole {
+        content_type,
+        body: first.unwrap_or_else(|| whole.freeze()),
+    })
+}
+
+/// The encoding a list response's content type names.
+fn format_of(content_type: &str) -> ListFormat {
+    #[cfg(feature = "protobuf")]
+    if super::protobuf::is_protobuf(content_type) {
+        return ListFormat::Protobuf;
+    }
+    let _ = content_type;
+    ListFormat::Json
+}
+
+impl Streaming {
+    /// Starts the task that reads and splits the body: `read` is what arrived so far.
+    fn start<S>(content_type: String, read: Bytes, body: S, idle: Duration) -> Self
+    where
+        S: Stream<Item = Result<Bytes, ::kube::Error>> + Send + Unpin + 'static,
+    {
+        let format = format_of(&content_type);
+        let (tx, parts) = mpsc::channel(BATCHES_AHEAD);
+        let task = AbortOnDropHandle::new(tokio::spawn(split_body(
+            ListSplit::new(format, DEFAULT_MAX_ITEM),
+            read,
+            body,
+            idle,
+            tx,
+        )));
+        Self {
+            content_type,
+            format,
+            parts,
+            task,
+        }
+    }
+
+    /// The rest of the list, decoded as `K` batch by batch as the consumer takes it.
+    pub(crate) fn into_rest<K: DeserializeOwned + Send + Sync + 'static>(self) -> ListRest<K> {
+        let Self {
+            format,
+            parts,
+            task,
+            ..
+        } = self;
+        let parts =
+            futures::stream::unfold((parts, Some(task)), move |(mut rx, task)| async move {
+                // The task ends with the last part; dropping the stream aborts it.
+                let task = task?;
+                let part = match rx.recv().await {
+                    Some(Ok(RawPart::Batch(batch))) => {
+                        decode_batch::<K>(format, &batch).map(|l| (l, false))
+                    }
+                    Some(Ok(RawPart::Last(batch, end))) => {
+                        let list = match batch {
+                            Some(batch) => decode_batch::<K>(format, &batch),
+                            None => Ok(ObjectList::default()),
+                        };
+                        let item = list.map(|mut l| {
+                            l.resource_version = end.resource_version;
+                            l.continue_token = end.continue_token;
+                            l.remaining_item_count = end.remaining_item_count;
+                            (l, true)
+                        });
+                        return Some((item, (rx, None)));
+                    }
+                    Some(Err(e)) => Err(e),
+                    None => Err(ListWatchError::transport(
+                        "the list response's reader stopped before the list's end",
+                    )),
+                };
+                let last = part.is_err();
+                Some((part, (rx, (!last).then_some(task))))
+            });
+        ListRest::new(parts.boxed())
+    }
+}
+
+/// Feeds `read`, then the rest of `body`, to `split`, sending every full batch and then the
+/// last one with the list's metadata, or the first error. Returns when done, on an error, or
+/// when nobody takes the parts any more.
+async fn split_body<S>(
+    mut split: ListSplit,
+    read: Bytes,
+    mut body: S,
+    idle: Duration,
+    tx: mpsc::Sender<Result<RawPart, ListWatchError>>,
+) where
+    S: Stream<Item = Result<Bytes, ::kube::Error>> + Send + Unpin,
+{
+    let mut piece = Some(read);
+    loop {
+        let bytes = match piece.take() {
+            Some(bytes) => bytes,
+            None => match tokio::time::timeout(idle, body.next()).await {
+                Ok(Some(Ok(bytes))) => bytes,
+                Ok(Some(Err(e))) => {
+                    let _ = tx.send(Err(error::from_kube(e))).await;
+                    return;
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    let message = format!(
+                        "the list response stopped arriving for {idle:?}, after {} items",
+                        split.items()
+                    );
+                    let _ = tx.send(Err(ListWatchError::transport(message))).await;
+                    return;
+                }
+            },
+        };
+        // Items as they complete: a piece can hold many.
+        for chunk in bytes.chunks(BATCH_BYTES) {
+            if let Err(e) = split.push(chunk) {
+                let _ = tx.send(Err(split_failed(e))).await;
+                return;
+            }
+            let (items, len) = split.batch_size();
+            if (items >= BATCH_ITEMS || len >= BATCH_BYTES)
+                && let Some(batch) = split.take_batch()
+                && tx.send(Ok(RawPart::Batch(batch))).await.is_err()
+            {
+                return;
+            }
+        }
+    }
+    let last = split.take_batch();
+    let part = split
+        .finish()
+        .map(|end| RawPart::Last(last, end))
+        .map_err(split_failed);
+    let _ = tx.send(part).await;
+}
+
+fn split_failed(e: SplitError) -> ListWatchError {
+    ListWatchError::Decode(DecodeError::new(e.to_string()))
+}
+
+/// Decodes one batch as a list page of its own.
+fn decode_batch<K: DeserializeOwned + Send + Sync + 'static>(
+    format: ListFormat,
+    batch: &ListBatch,
+) -> Result<ObjectList<K>, ListWatchError> {
+    match format {
+        #[cfg(feature = "protobuf")]
+        ListFormat::Protobuf => super::protobuf::decode_list::<K>(&batch.body),
+        ListFormat::Json => {
+            let decoded = std::str::from_utf8(&batch.body)
+                .map_err(|e| e.to_string())
+                .and_then(|text| {
+                    decode::decode_list_with::<K>(JsonDecoder::DEFAULT, text)
+                        .map_err(|e| e.to_string())
+                });
+            decoded.map_err(|why| ListWatchError::Decode(broken_json_item(batch, &why)))
+        }
+    }
+}
+
+/// The first item of a JSON batch that is not JSON at all, named by position and offset (a
+/// batch fails to decode as a list only because of such an item).
+fn broken_json_item(batch: &ListBatch, why: &str) -> DecodeError {
+    for (k, &(start, end, offset)) in batch.json_items.iter().enumerate() {
+        let bytes = batch.body.get(start..end).unwrap_or_default();
+        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            return DecodeError::new(format!(
+                "list item {} (at byte {offset}) is not JSON: {e}",
+                batch.first_index + k
+            ));
+        }
+    }
+    DecodeError::new(format!(
+        "list items {}..{} (from byte {}) do not decode: {why}",
+        batch.first_index,
+        batch.first_index + batch.items,
+        batch.first_offset
+    ))
+}
