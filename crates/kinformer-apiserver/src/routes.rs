@@ -359,7 +359,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
             )
             .await?;
             let page = if namespaces::is_namespaces(&target.def) {
-                namespaces::add_implied(s, &query, page)?
+                namespaces::add_implied(s, query, page)?
             } else {
                 page
             };

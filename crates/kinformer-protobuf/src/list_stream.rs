@@ -82,6 +82,8 @@ pub struct ListSplitter {
     batch: Vec<u8>,
     batch_items: usize,
     batch_first: (usize, u64),
+    /// Splitting pauses once the batch holds this many items.
+    batch_limit: usize,
 }
 
 impl ListSplitter {
@@ -99,10 +101,27 @@ impl ListSplitter {
             batch: Vec::new(),
             batch_items: 0,
             batch_first: (0, 0),
+            batch_limit: usize::MAX,
         }
     }
 
-    /// Takes the next bytes of the body and splits off every item they complete.
+    /// Pauses splitting once the batch holds `items` items: [`push`](Self::push) keeps the
+    /// rest of its bytes, and the next `push` (with more bytes, or none) goes on once the
+    /// batch was taken. Unlimited by default.
+    #[must_use]
+    pub fn with_batch_limit(mut self, items: usize) -> Self {
+        self.batch_limit = items.max(1);
+        self
+    }
+
+    /// True when the batch holds as many items as [`with_batch_limit`](Self::with_batch_limit)
+    /// allows: take it before pushing on.
+    pub fn is_full(&self) -> bool {
+        self.batch_items >= self.batch_limit
+    }
+
+    /// Takes the next bytes of the body and splits off every item they complete (up to the
+    /// batch limit; the bytes beyond wait for the next call).
     ///
     /// # Errors
     /// Bytes that are not an enveloped list, a field over the cap, broken framing. The
@@ -111,6 +130,9 @@ impl ListSplitter {
         self.pending.extend_from_slice(bytes);
         let mut pos = 0;
         let result = loop {
+            if self.is_full() {
+                break Ok(());
+            }
             match self.step(pos) {
                 Ok(Some(next)) => pos = next,
                 Ok(None) => break Ok(()),

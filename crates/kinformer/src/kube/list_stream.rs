@@ -1,7 +1,7 @@
 //! List responses too large to hold whole, decoded as they stream in.
 //!
-//! A list body is read as it arrives. One that ends within [`STREAM_ABOVE`] bytes (every page of
-//! a paged list) is decoded whole, as before; one that grows past it (a list at
+//! A list body is read as it arrives. One that ends within a few MiB (every page of a paged
+//! list; [`Streamed::above`]) is decoded whole, as before; one that grows past it (a list at
 //! `resourceVersion=0`, which a real API server's watch cache answers in one response whatever
 //! `limit` says) streams: a task of its own reads the rest of the body and splits it into
 //! batches of items ([`codec::list_stream`](crate::codec::list_stream)), at most
@@ -10,7 +10,7 @@
 //! already read, a few batches, and the item being received.
 //!
 //! A body that stops arriving for the request timeout, ends inside an item, frames its items
-//! wrongly or holds an item over [`DEFAULT_MAX_ITEM`] bytes fails the list with an error naming
+//! wrongly or holds an item over the cap (64 MiB by default) fails the list with an error naming
 //! the item's position and byte offset.
 
 use std::time::Duration;
@@ -24,12 +24,18 @@ use tokio_util::task::AbortOnDropHandle;
 use super::decode::{self, JsonDecoder};
 use super::error;
 use crate::cache::listwatch::{DecodeError, ListRest, ListWatchError, ObjectList};
-use crate::codec::list_stream::{
-    DEFAULT_MAX_ITEM, ListBatch, ListEnd, ListFormat, ListSplit, SplitError,
-};
+use crate::codec::list_stream::{ListBatch, ListEnd, ListFormat, ListSplit, SplitError};
 
-/// A body larger than this streams; a smaller one is decoded whole.
-pub(crate) const STREAM_ABOVE: usize = 4 << 20;
+/// How a list body is read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Streamed {
+    /// A body larger than this streams; a smaller one is decoded whole.
+    pub(crate) above: usize,
+    /// The longest wait for more of a streaming body.
+    pub(crate) idle: Duration,
+    /// The cap on one item's bytes.
+    pub(crate) max_item: usize,
+}
 
 /// A batch is handed over once it holds this many items…
 const BATCH_ITEMS: usize = 500;
@@ -50,7 +56,7 @@ enum RawPart {
 
 /// A list body being read.
 pub(crate) enum ListBody {
-    /// The whole body, read before it grew past [`STREAM_ABOVE`].
+    /// The whole body, read before it grew past [`Streamed::above`].
     Whole {
         /// The response's content type.
         content_type: String,
@@ -79,13 +85,12 @@ impl ListBody {
     }
 }
 
-/// Reads a list response's body: whole if it ends within [`STREAM_ABOVE`] bytes, else the
-/// bytes so far and the rest go to a splitting task. `idle` bounds the wait for each piece
-/// of a streaming body.
+/// Reads a list response's body: whole if it ends within `stream.above` bytes, else the bytes
+/// so far and the rest go to a splitting task.
 pub(crate) async fn read<S>(
     content_type: String,
     mut body: S,
-    idle: Duration,
+    stream: Streamed,
 ) -> Result<ListBody, ListWatchError>
 where
     S: Stream<Item = Result<Bytes, ::kube::Error>> + Send + Unpin + 'static,
@@ -104,13 +109,13 @@ where
             whole.extend_from_slice(&piece);
         }
         let len = first.as_ref().map_or(whole.len(), Bytes::len);
-        if len > STREAM_ABOVE {
+        if len > stream.above {
             let read = first.unwrap_or_else(|| whole.freeze());
             return Ok(ListBody::Streaming(Streaming::start(
                 content_type,
                 read,
                 body,
-                idle,
+                stream,
             )));
         }
     }
@@ -132,17 +137,17 @@ fn format_of(content_type: &str) -> ListFormat {
 
 impl Streaming {
     /// Starts the task that reads and splits the body: `read` is what arrived so far.
-    fn start<S>(content_type: String, read: Bytes, body: S, idle: Duration) -> Self
+    fn start<S>(content_type: String, read: Bytes, body: S, stream: Streamed) -> Self
     where
         S: Stream<Item = Result<Bytes, ::kube::Error>> + Send + Unpin + 'static,
     {
         let format = format_of(&content_type);
         let (tx, parts) = mpsc::channel(BATCHES_AHEAD);
         let task = AbortOnDropHandle::new(tokio::spawn(split_body(
-            ListSplit::new(format, DEFAULT_MAX_ITEM),
+            ListSplit::new(format, stream.max_item, BATCH_ITEMS),
             read,
             body,
-            idle,
+            stream.idle,
             tx,
         )));
         Self {
@@ -227,18 +232,27 @@ async fn split_body<S>(
                 }
             },
         };
-        // Items as they complete: a piece can hold many.
-        for chunk in bytes.chunks(BATCH_BYTES) {
-            if let Err(e) = split.push(chunk) {
-                let _ = tx.send(Err(split_failed(e))).await;
-                return;
+        // Items as they complete: a piece can hold many batches.
+        let mut rest = &bytes[..];
+        loop {
+            let taken = match split.push(rest) {
+                Ok(taken) => taken,
+                Err(e) => {
+                    let _ = tx.send(Err(split_failed(e))).await;
+                    return;
+                }
+            };
+            rest = &rest[taken..];
+            let full = split.is_full() || split.batch_size().1 >= BATCH_BYTES;
+            if full && let Some(batch) = split.take_batch() {
+                if tx.send(Ok(RawPart::Batch(batch))).await.is_err() {
+                    return;
+                }
+                // A splitter may hold taken bytes it has not split yet.
+                continue;
             }
-            let (items, len) = split.batch_size();
-            if (items >= BATCH_ITEMS || len >= BATCH_BYTES)
-                && let Some(batch) = split.take_batch()
-                && tx.send(Ok(RawPart::Batch(batch))).await.is_err()
-            {
-                return;
+            if rest.is_empty() {
+                break;
             }
         }
     }

@@ -105,6 +105,12 @@ const WATCH_GRACE: Duration = Duration::from_secs(30);
 /// The default [`KubeListerWatcher::with_request_timeout`].
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The default [`KubeListerWatcher::with_stream_lists_above`]: 4 MiB.
+pub const DEFAULT_STREAM_LISTS_ABOVE: usize = 4 << 20;
+
+/// The default [`KubeListerWatcher::with_max_item_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_ITEM_BYTES: usize = crate::codec::list_stream::DEFAULT_MAX_ITEM;
+
 /// A [`ListerWatcher`] over a `kube::Api`.
 ///
 /// ```
@@ -129,6 +135,8 @@ pub struct KubeListerWatcher<K> {
     metadata: bool,
     selectors: Selectors,
     request_timeout: Duration,
+    max_item_bytes: usize,
+    stream_above: usize,
     wire: Wire,
     capabilities: ServerCapabilities,
     _k: PhantomData<fn() -> K>,
@@ -142,6 +150,8 @@ impl<K> Clone for KubeListerWatcher<K> {
             metadata: self.metadata,
             selectors: self.selectors.clone(),
             request_timeout: self.request_timeout,
+            max_item_bytes: self.max_item_bytes,
+            stream_above: self.stream_above,
             wire: self.wire,
             capabilities: self.capabilities.clone(),
             _k: PhantomData,
@@ -192,6 +202,8 @@ impl<K> KubeListerWatcher<K> {
             metadata,
             selectors: Selectors::default(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_item_bytes: DEFAULT_MAX_ITEM_BYTES,
+            stream_above: DEFAULT_STREAM_LISTS_ABOVE,
             wire: Wire::default(),
             capabilities: ServerCapabilities::new(),
             _k: PhantomData,
@@ -237,6 +249,26 @@ impl<K> KubeListerWatcher<K> {
     #[must_use]
     pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// The largest list item accepted, in bytes (default [`DEFAULT_MAX_ITEM_BYTES`], 64 MiB).
+    /// A list response that streams in (one larger than 4 MiB, see the module docs) fails with
+    /// an error naming the item when one is longer; the reflector then retries the list.
+    #[must_use]
+    pub fn with_max_item_bytes(mut self, bytes: usize) -> Self {
+        self.max_item_bytes = bytes;
+        self
+    }
+
+    /// List responses larger than this many bytes are decoded as they stream in, batch by
+    /// batch, instead of being read whole first (default [`DEFAULT_STREAM_LISTS_ABOVE`],
+    /// 4 MiB: every page of a paged list is read whole, a list that a server answers in one
+    /// response streams). At most about this many bytes of a response are held before its
+    /// items are handed on.
+    #[must_use]
+    pub fn with_stream_lists_above(mut self, bytes: usize) -> Self {
+        self.stream_above = bytes;
         self
     }
 
@@ -388,9 +420,15 @@ impl<K> KubeListerWatcher<K> {
         let learn = self.learner();
         let client = self.client.clone();
         let limit = self.request_timeout;
+        let max_item = self.max_item_bytes;
+        let stream = list_stream::Streamed {
+            above: self.stream_above,
+            idle: limit,
+            max_item,
+        };
         async move {
             if let Some(req) = req {
-                match within(limit, "list", fetch_list_body(&client, req?, limit)).await? {
+                match within(limit, "list", fetch_list_body(&client, req?, stream)).await? {
                     Ok(body) => {
                         learn.response(body.content_type());
                         return Ok(body);
@@ -401,7 +439,7 @@ impl<K> KubeListerWatcher<K> {
                     Err(e) => return Err(e),
                 }
             }
-            within(limit, "list", fetch_list_body(&client, json_req?, limit)).await?
+            within(limit, "list", fetch_list_body(&client, json_req?, stream)).await?
         }
     }
 }
@@ -668,11 +706,12 @@ fn content_type<B>(res: &http::Response<B>) -> String {
 async fn fetch_list_body(
     client: &Client,
     req: http::Request<Vec<u8>>,
-    idle: Duration,
+    stream: list_stream::Streamed,
 ) -> Result<ListBody, ListWatchError> {
     let res = send(client, req).await?;
     let content_type = content_type(&res);
-    list_stream::read(content_type, res.into_body().into_data_stream(), idle).await
+    let body = res.into_body().into_data_stream();
+    list_stream::read(content_type, body, stream).await
 }
 
 /// A whole list body's continue token, found without decoding the items (`None` when it is

@@ -71,7 +71,7 @@ pub fn rv_of<K: Resource>(obj: &K) -> u64 {
         .unwrap_or(0)
 }
 
-fn key_of<K: Resource>(obj: &K) -> String {
+pub fn key_of<K: Resource>(obj: &K) -> String {
     meta_namespace_key(obj)
         .map(|k| k.to_string())
         .unwrap_or_default()

@@ -58,11 +58,14 @@ pub(crate) struct JsonListSplitter {
     /// Items split off so far.
     items: usize,
     batch: ListBatch,
+    /// Splitting pauses once the batch holds this many items.
+    batch_limit: usize,
 }
 
 impl JsonListSplitter {
-    /// A splitter refusing items longer than `max_item` bytes.
-    pub(crate) fn new(max_item: usize) -> Self {
+    /// A splitter refusing items longer than `max_item` bytes, pausing once a batch holds
+    /// `batch_limit` items.
+    pub(crate) fn new(max_item: usize, batch_limit: usize) -> Self {
         Self {
             max_item,
             offset: 0,
@@ -80,6 +83,7 @@ impl JsonListSplitter {
             head: Vec::new(),
             items: 0,
             batch: ListBatch::default(),
+            batch_limit: batch_limit.max(1),
         }
     }
 
@@ -93,18 +97,28 @@ impl JsonListSplitter {
         (self.batch.items, self.batch.body.len())
     }
 
-    /// Takes the next bytes of the body and splits off every item they complete.
+    /// True when the batch holds its limit of items: take it before pushing on.
+    pub(crate) fn is_full(&self) -> bool {
+        self.batch.items >= self.batch_limit
+    }
+
+    /// Takes the next bytes of the body and splits off every item they complete, until the
+    /// batch is full: returns how many of the bytes it took (all of them unless the batch
+    /// filled up; push the rest after taking the batch).
     ///
     /// # Errors
     /// A body that is not a JSON object, an item over the cap, a list head over
     /// [`MAX_HEAD`], broken nesting in `items`. The splitter is of no further use then.
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), SplitError> {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<usize, SplitError> {
         // Where the current run of bytes kept for the head, or of the current element,
         // began in `bytes`.
         let mut head_from = (!self.in_items).then_some(0);
         let mut element_from = self.element.map(|_| 0);
         let mut i = 0;
         while i < bytes.len() {
+            if self.is_full() {
+                break;
+            }
             let b = bytes[i];
             if self.in_string {
                 if self.escape {
@@ -117,6 +131,7 @@ impl JsonListSplitter {
                     if self.in_key {
                         self.note_key(&bytes[i..]);
                     }
+                    i = bytes.len();
                     break;
                 };
                 if self.in_key {
@@ -214,8 +229,9 @@ impl JsonListSplitter {
             }
             i += 1;
         }
+        let taken = i;
         if let Some(from) = element_from {
-            self.partial.extend_from_slice(&bytes[from..]);
+            self.partial.extend_from_slice(&bytes[from..taken]);
             if self.partial.len() > self.max_item {
                 return Err(SplitError::ItemTooLarge {
                     index: self.items,
@@ -225,10 +241,10 @@ impl JsonListSplitter {
             }
         }
         if let Some(from) = head_from {
-            self.keep_head(&bytes[from..])?;
+            self.keep_head(&bytes[from..taken])?;
         }
-        self.offset += bytes.len() as u64;
-        Ok(())
+        self.offset += taken as u64;
+        Ok(taken)
     }
 
     /// Records bytes of the current key (only its first few matter).
@@ -352,7 +368,7 @@ mod tests {
     use super::*;
 
     fn split_all(body: &[u8], piece: usize, batch: usize) -> (Vec<Value>, ListMeta) {
-        let mut split = JsonListSplitter::new(1 << 20);
+        let mut split = JsonListSplitter::new(1 << 20, usize::MAX);
         let mut items = Vec::new();
         let mut take = |b: ListBatch| {
             let list: Value = serde_json::from_slice(&b.body).unwrap();
@@ -431,7 +447,7 @@ mod tests {
     #[test]
     fn a_body_cut_inside_an_item_names_the_item_and_its_offset() {
         let body = br#"{"metadata":{},"items":[{"a":1},{"b":"xx"#;
-        let mut split = JsonListSplitter::new(1 << 20);
+        let mut split = JsonListSplitter::new(1 << 20, usize::MAX);
         split.push(body).unwrap();
         let err = split.finish().unwrap_err();
         assert_eq!(
@@ -452,7 +468,7 @@ mod tests {
             br#"{"metadata":{"resourceV"#,
             b"",
         ] {
-            let mut split = JsonListSplitter::new(1 << 20);
+            let mut split = JsonListSplitter::new(1 << 20, usize::MAX);
             split.push(body).unwrap();
             assert!(
                 matches!(
@@ -466,7 +482,7 @@ mod tests {
 
     #[test]
     fn an_item_over_the_cap_fails_while_it_arrives() {
-        let mut split = JsonListSplitter::new(16);
+        let mut split = JsonListSplitter::new(16, usize::MAX);
         split.push(br#"{"items":[{"a":1},{"b":""#).unwrap();
         let err = split.push(&[b'x'; 32]).unwrap_err();
         assert_eq!(
@@ -482,15 +498,15 @@ mod tests {
     #[test]
     fn what_is_not_an_object_is_refused_at_once() {
         for body in [&b"[1,2]"[..], b"\"x\"", b"nope", b"{} {}"] {
-            let mut split = JsonListSplitter::new(64);
-            let r = split.push(body).and_then(|()| split.finish().map(drop));
+            let mut split = JsonListSplitter::new(64, usize::MAX);
+            let r = split.push(body).and_then(|_| split.finish().map(drop));
             assert!(r.is_err(), "{:?}", String::from_utf8_lossy(body));
         }
     }
 
     #[test]
     fn a_stray_brace_in_the_items_is_malformed() {
-        let mut split = JsonListSplitter::new(64);
+        let mut split = JsonListSplitter::new(64, usize::MAX);
         let err = split.push(br#"{"items":[{"a":1}}"#).unwrap_err();
         assert!(
             matches!(err, SplitError::Malformed { offset: 17, .. }),

@@ -115,26 +115,41 @@ pub(crate) enum ListSplit {
 }
 
 impl ListSplit {
-    /// A splitter for a body in `format`, refusing items over `max_item` bytes.
-    pub(crate) fn new(format: ListFormat, max_item: usize) -> Self {
+    /// A splitter for a body in `format`, refusing items over `max_item` bytes, whose batches
+    /// hold at most `batch_limit` items.
+    pub(crate) fn new(format: ListFormat, max_item: usize, batch_limit: usize) -> Self {
         match format {
-            ListFormat::Json => ListSplit::Json(JsonListSplitter::new(max_item)),
+            ListFormat::Json => ListSplit::Json(JsonListSplitter::new(max_item, batch_limit)),
             #[cfg(feature = "protobuf")]
-            ListFormat::Protobuf => {
-                ListSplit::Protobuf(kinformer_protobuf::ListSplitter::new(max_item))
-            }
+            ListFormat::Protobuf => ListSplit::Protobuf(
+                kinformer_protobuf::ListSplitter::new(max_item).with_batch_limit(batch_limit),
+            ),
         }
     }
 
-    /// Takes the body's next bytes.
+    /// Takes the body's next bytes, splitting until the batch is full: returns how many of
+    /// them it took. Once the batch is taken, push the rest (or, if all were taken, nothing:
+    /// a splitter may keep bytes it took to split later).
     ///
     /// # Errors
     /// See [`SplitError`]; the split is over then.
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), SplitError> {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<usize, SplitError> {
         match self {
             ListSplit::Json(s) => s.push(bytes),
             #[cfg(feature = "protobuf")]
-            ListSplit::Protobuf(s) => s.push(bytes).map_err(|e| protobuf_error(s, e)),
+            ListSplit::Protobuf(s) => s
+                .push(bytes)
+                .map(|()| bytes.len())
+                .map_err(|e| protobuf_error(s, e)),
+        }
+    }
+
+    /// True when the batch holds its limit of items.
+    pub(crate) fn is_full(&self) -> bool {
+        match self {
+            ListSplit::Json(s) => s.is_full(),
+            #[cfg(feature = "protobuf")]
+            ListSplit::Protobuf(s) => s.is_full(),
         }
     }
 
@@ -220,11 +235,51 @@ mod tests {
                 .unwrap();
         }
         let body = b.finish();
-        let mut split = ListSplit::new(ListFormat::Protobuf, 1 << 20);
+        let mut split = ListSplit::new(ListFormat::Protobuf, 1 << 20, usize::MAX);
         // The envelope's two empty trailing fields (4 bytes) and 3 bytes of the last item.
         split.push(&body[..body.len() - 7]).unwrap();
         assert_eq!(split.take_batch().map(|b| b.items), Some(1));
         let err = split.finish().unwrap_err().to_string();
         assert!(err.contains("inside item 1"), "{err}");
+    }
+
+    #[test]
+    fn batches_never_exceed_their_limit_whatever_the_pieces() {
+        let meta = kinformer_protobuf::ListMeta::default();
+        let mut b = kinformer_protobuf::ListBuilder::new("v1", "PodList", &meta).unwrap();
+        let mut json = String::from(r#"{"metadata":{},"items":["#);
+        for i in 0..23 {
+            let item = serde_json::json!({"metadata": {"name": format!("p{i}")}});
+            b.push(&item).unwrap();
+            if i > 0 {
+                json.push(',');
+            }
+            json.push_str(&item.to_string());
+        }
+        json.push_str("]}");
+        for (format, body) in [
+            (ListFormat::Json, json.into_bytes()),
+            (ListFormat::Protobuf, b.finish()),
+        ] {
+            let mut split = ListSplit::new(format, 1 << 20, 5);
+            let mut sizes = Vec::new();
+            for piece in [&body[..], &[]] {
+                let mut rest = piece;
+                loop {
+                    let n = split.push(rest).unwrap();
+                    rest = &rest[n..];
+                    if split.is_full() {
+                        sizes.push(split.take_batch().unwrap().items);
+                        continue;
+                    }
+                    if rest.is_empty() {
+                        break;
+                    }
+                }
+            }
+            sizes.extend(split.take_batch().map(|b| b.items));
+            split.finish().unwrap();
+            assert_eq!(sizes, [5, 5, 5, 5, 3], "{format:?}");
+        }
     }
 }
