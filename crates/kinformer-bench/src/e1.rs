@@ -8,7 +8,11 @@
 //! same with sonic-rs, the decoder of kinformer's `fast-json` feature), L0P (decoding it from
 //! protobuf as the kube source decodes a list that comes in one body: on up to 4 threads),
 //! L0P-1 (the same decode on one thread), F0 (fetching every page of the list without decoding: the floor over
-//! HTTP), and E1R / E1R-kube-runtime (E1C and kube-runtime with 100,000 realistic pods).
+//! HTTP), E1R / E1R-kube-runtime (E1C and kube-runtime with 100,000 realistic pods), and
+//! E1W, E1CW, E1RW (E1, E1C, E1R against a server that answers the first list, at
+//! resourceVersion "0", in one response as a real API server's watch cache does; E1CW then
+//! ends the watch with 410 Gone and reports `rss_before_relist_mib` and `relist_peak_mib`, the
+//! peak RSS while the relist that follows runs).
 //!
 //! # The server process
 //!
@@ -107,7 +111,9 @@ use kinformer::cache::{
 };
 use kinformer::kube::{KubeListerWatcher, Wire};
 use kinformer_apiserver::watch::WatchChunkCounts;
-use kinformer_apiserver::{ApiServer, ServerConfig, bench_pod_update, seed_bench_pods};
+use kinformer_apiserver::{
+    ApiServer, Fault, FaultRule, ServerConfig, bench_pod_update, seed_bench_pods,
+};
 use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -136,6 +142,9 @@ pub(crate) const GROUP: Group = Group {
         "F0",
         "E1R",
         "E1R-kube-runtime",
+        "E1W",
+        "E1CW",
+        "E1RW",
     ],
     run,
 };
@@ -156,14 +165,54 @@ const WRITTEN_AT: &str = "kinformer.bench/written-us";
 fn run(workload: &str) -> Result<Metrics, BenchError> {
     match workload {
         w if crate::informer::WORKLOADS.contains(&w) => rows_to_metrics(w, crate::informer::run(w)),
-        "E1" => block_on("E1", e1(Peer::typed(Wire::Json, false), false)),
-        "E1P" => block_on("E1P", e1(Peer::typed(Wire::Protobuf, false), false)),
-        "E1PC" => block_on("E1PC", e1(Peer::KinformerLean(Wire::Protobuf), false)),
-        "E1PC-typed" => block_on("E1PC-typed", e1(Peer::typed(Wire::Protobuf, true), false)),
-        "E1C" => block_on("E1C", e1(Peer::KinformerLean(Wire::Json), false)),
-        "E1-kube-runtime" => block_on("E1-kube-runtime", e1(Peer::KubeRuntime, false)),
-        "E1R" => block_on("E1R", e1(Peer::KinformerLean(Wire::Json), true)),
-        "E1R-kube-runtime" => block_on("E1R-kube-runtime", e1(Peer::KubeRuntime, true)),
+        "E1" => block_on(
+            "E1",
+            e1(Peer::typed(Wire::Json, false), false, Lists::Paged),
+        ),
+        "E1P" => block_on(
+            "E1P",
+            e1(Peer::typed(Wire::Protobuf, false), false, Lists::Paged),
+        ),
+        "E1PC" => block_on(
+            "E1PC",
+            e1(Peer::KinformerLean(Wire::Protobuf), false, Lists::Paged),
+        ),
+        "E1PC-typed" => block_on(
+            "E1PC-typed",
+            e1(Peer::typed(Wire::Protobuf, true), false, Lists::Paged),
+        ),
+        "E1C" => block_on(
+            "E1C",
+            e1(Peer::KinformerLean(Wire::Json), false, Lists::Paged),
+        ),
+        "E1-kube-runtime" => block_on(
+            "E1-kube-runtime",
+            e1(Peer::KubeRuntime, false, Lists::Paged),
+        ),
+        "E1R" => block_on(
+            "E1R",
+            e1(Peer::KinformerLean(Wire::Json), true, Lists::Paged),
+        ),
+        "E1R-kube-runtime" => block_on(
+            "E1R-kube-runtime",
+            e1(Peer::KubeRuntime, true, Lists::Paged),
+        ),
+        "E1W" => block_on(
+            "E1W",
+            e1(Peer::typed(Wire::Json, false), false, Lists::WatchCache),
+        ),
+        "E1CW" => block_on(
+            "E1CW",
+            e1(
+                Peer::KinformerLean(Wire::Json),
+                false,
+                Lists::WatchCacheAndRelist,
+            ),
+        ),
+        "E1RW" => block_on(
+            "E1RW",
+            e1(Peer::KinformerLean(Wire::Json), true, Lists::WatchCache),
+        ),
         "L0" => block_on("L0", l0(JsonDecoder::SerdeJson)),
         "L0-fast" => block_on("L0-fast", l0(JsonDecoder::SonicRs)),
         "L0P" => block_on("L0P", l0p(ProtobufDecode::Library)),
@@ -208,6 +257,18 @@ impl Peer {
     }
 }
 
+/// How the bench server answers the first list, and whether the row forces a relist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lists {
+    /// Pages of 500, as asked.
+    Paged,
+    /// The first list (at resourceVersion "0") in one response, as a watch cache answers it.
+    WatchCache,
+    /// As `WatchCache`, and after the update rounds the server ends the watch with 410 Gone:
+    /// the informer relists, and the row reports its RSS before and its peak during the relist.
+    WatchCacheAndRelist,
+}
+
 /// The formats the bench server encodes each object in at the write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Encode {
@@ -228,8 +289,22 @@ pub(crate) struct ServerProcess {
 
 impl ServerProcess {
     pub(crate) fn spawn(pods: usize, realistic: bool, encode: Encode) -> Result<Self, String> {
+        Self::spawn_with(pods, realistic, encode, false)
+    }
+
+    /// [`spawn`](Self::spawn), answering lists at resourceVersion "0" in one response if
+    /// `watch_cache`.
+    fn spawn_with(
+        pods: usize,
+        realistic: bool,
+        encode: Encode,
+        watch_cache: bool,
+    ) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
         let mut args = vec!["server".to_string(), "--pods".into(), pods.to_string()];
+        if watch_cache {
+            args.push("--watch-cache-lists".into());
+        }
         if realistic {
             args.push("--realistic".into());
         }
@@ -313,11 +388,11 @@ impl Drop for ServerProcess {
 
 /// `kinformer-bench server`: the server side of the E1 and L0 workloads (see the module
 /// documentation). Returns the process exit code.
-pub fn serve_for_bench(pods: usize, realistic: bool, protobuf: bool) -> i32 {
+pub fn serve_for_bench(pods: usize, realistic: bool, protobuf: bool, watch_cache: bool) -> i32 {
     exit_code(
         tokio::runtime::Builder::new_multi_thread(),
         "bench server",
-        bench_server(pods, realistic, protobuf),
+        bench_server(pods, realistic, protobuf, watch_cache),
     )
 }
 
@@ -375,8 +450,13 @@ fn seed_realistic(server: &ApiServer, pods: usize) -> Result<(), String> {
     Ok(())
 }
 
-async fn bench_server(pods: usize, realistic: bool, protobuf: bool) -> Result<(), String> {
-    let mut config = ServerConfig::default();
+async fn bench_server(
+    pods: usize,
+    realistic: bool,
+    protobuf: bool,
+    watch_cache: bool,
+) -> Result<(), String> {
+    let mut config = ServerConfig::default().with_watch_cache_lists(watch_cache);
     // Room for every update in the history, so that a lagging watch is never expired.
     config.store.max_events = 3 * pods.max(1);
     // With `--protobuf` (every bench-pod E1 row) objects are encoded in protobuf at the write,
@@ -455,6 +535,13 @@ async fn bench_server(pods: usize, realistic: bool, protobuf: bool) -> Result<()
                 .await
                 .map_err(|e| e.to_string())?;
                 println!("updated {n} {}", start.elapsed().as_millis());
+                std::io::stdout().flush().map_err(|e| e.to_string())?;
+            }
+            (Some("relist"), None) => {
+                // `relist`: the next watch answers 410 Gone, and the open ones end now.
+                server.faults().add_rule(FaultRule::once(Fault::WatchGone));
+                server.faults().close_all_watches();
+                println!("relisting");
                 std::io::stdout().flush().map_err(|e| e.to_string())?;
             }
             (Some("chunks"), None) => {
@@ -577,7 +664,8 @@ impl<K: Resource + Send + Sync + 'static> ResourceEventHandler<K> for Handler {
 /// Starts a kinformer informer of `K` over `api` (pages of 500, no watch-list) with the
 /// bench's handler registered as non-blocking (it only counts and notes delays, as a
 /// controller's handler only enqueues keys), and waits for its sync; returns the time to
-/// synced, the informer's task and a reader of its compact store's size.
+/// synced, the informer's task, a reader of its compact store's size and one of the objects
+/// its lists have handed to the cache so far.
 async fn start_kinformer<K>(
     api: Api<K>,
     wire: Wire,
@@ -585,7 +673,7 @@ async fn start_kinformer<K>(
     progress: &Arc<Progress>,
     cancel: &CancellationToken,
     started: Instant,
-) -> Result<(f64, tokio::task::JoinHandle<()>, StoredBytes), String>
+) -> Result<(f64, tokio::task::JoinHandle<()>, StoredBytes, Listed), String>
 where
     K: Resource + DeserializeOwned + Send + Sync + 'static,
 {
@@ -619,32 +707,38 @@ where
     if n != PODS {
         return Err(format!("synced with {n} pods, expected {PODS}"));
     }
+    let listed = informer.clone();
     Ok((
         synced_ms,
         task,
         Some(Box::new(move || {
             (cache.compact_stored_bytes(), cache.compact_dictionaries())
         })),
+        Some(Box::new(move || listed.metrics().reflector.listed_objects)),
     ))
 }
+
+/// The objects a kinformer informer's lists handed to its cache so far (`None` for
+/// kube-runtime).
+type Listed = Option<Box<dyn Fn() -> u64 + Send>>;
 
 /// The bytes a kinformer informer's compact store holds and the dictionaries it made (`0`
 /// for typed storage; `None` for kube-runtime).
 type StoredBytes = Option<Box<dyn Fn() -> (usize, usize) + Send>>;
 
-async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
+async fn e1(peer: Peer, realistic: bool, lists: Lists) -> Result<Metrics, String> {
     // The same server work for every bench-pod row, JSON or protobuf (see the module docs).
     let encode = if realistic {
         Encode::Json
     } else {
         Encode::JsonAndProtobuf
     };
-    let mut server = ServerProcess::spawn(PODS, realistic, encode)?;
+    let mut server = ServerProcess::spawn_with(PODS, realistic, encode, lists != Lists::Paged)?;
     let client = server.client()?;
     let progress = Arc::new(Progress::new());
     let cancel = CancellationToken::new();
     let started = Instant::now();
-    let (synced_ms, task, stored_bytes) = match peer {
+    let (synced_ms, task, stored_bytes, listed) = match peer {
         Peer::Kinformer { wire, compact } => {
             let api = Api::<Pod>::all(client);
             let storage = if compact {
@@ -701,7 +795,7 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
             if n != PODS {
                 return Err(format!("synced with {n} pods, expected {PODS}"));
             }
-            (synced_ms, task, None)
+            (synced_ms, task, None, None)
         }
     };
 
@@ -730,6 +824,10 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
     update_round(&mut server, &progress, paced, Some(per_s)).await?;
     let (paced_p50, paced_p99) = progress.percentiles();
     let stored_after = per_pod(&stored_bytes);
+    let relist = match (lists, &listed) {
+        (Lists::WatchCacheAndRelist, Some(listed)) => Some(relist(&mut server, listed).await?),
+        _ => None,
+    };
     cancel.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(30), task).await;
     let mut metrics: Metrics = vec![
@@ -741,12 +839,43 @@ async fn e1(peer: Peer, realistic: bool) -> Result<Metrics, String> {
         ("paced_p50_delivery_ms".into(), paced_p50),
         ("paced_p99_delivery_ms".into(), paced_p99),
     ];
+    if let Some((before, peak)) = relist {
+        metrics.push(("rss_before_relist_mib".into(), before));
+        metrics.push(("relist_peak_mib".into(), peak));
+    }
     if let (Some((b, _)), Some((after, dictionaries))) = (stored_per_pod, stored_after) {
         metrics.push(("stored_bytes_per_pod".into(), b));
         metrics.push(("stored_bytes_per_pod_updated".into(), after));
         metrics.push(("dictionaries".into(), dictionaries));
     }
     Ok(metrics)
+}
+
+/// Has the server end the informer's watch with 410 Gone and waits until the relist that
+/// follows has handed every pod to the cache; returns the RSS just before (MiB) and the peak
+/// RSS during the relist (the peak is reset first).
+async fn relist(
+    server: &mut ServerProcess,
+    listed: &dyn Fn() -> u64,
+) -> Result<(f64, f64), String> {
+    let before = rss_mib("VmRSS:")?;
+    // Writing 5 to clear_refs resets VmHWM to the current RSS.
+    std::fs::write("/proc/self/clear_refs", "5")
+        .map_err(|e| format!("resetting the peak RSS: {e}"))?;
+    let target = listed() + PODS as u64;
+    server.command("relist")?;
+    let line = server.read_line()?;
+    if line.trim() != "relisting" {
+        return Err(format!("unexpected server line {line:?}"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while listed() < target {
+        if Instant::now() > deadline {
+            return Err("no relist within 300 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok((before, peak_rss_mib()?))
 }
 
 /// Has the server update pods `0..n` (as fast as it can, or `per_s` a second) and waits until
@@ -1010,15 +1139,20 @@ fn cpu_ms() -> Result<f64, String> {
 
 /// Peak resident set size (VmHWM) of this process in MiB.
 pub(crate) fn peak_rss_mib() -> Result<f64, String> {
+    rss_mib("VmHWM:")
+}
+
+/// A size line of /proc/self/status (`VmHWM:`, `VmRSS:`) in MiB.
+fn rss_mib(field: &str) -> Result<f64, String> {
     let status = std::fs::read_to_string("/proc/self/status")
         .map_err(|e| format!("reading /proc/self/status: {e}"))?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|kib| kib.parse::<f64>().ok())
         .map(|kib| kib / 1024.0)
-        .ok_or_else(|| "no VmHWM in /proc/self/status".to_string())
+        .ok_or_else(|| format!("no {field} in /proc/self/status"))
 }
 
 #[cfg(test)]

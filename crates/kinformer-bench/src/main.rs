@@ -48,6 +48,9 @@ enum Command {
         /// Encode every object in protobuf at the write too (for the protobuf workloads).
         #[arg(long)]
         protobuf: bool,
+        /// Answer lists at resourceVersion "0" in one response, as a watch cache does.
+        #[arg(long)]
+        watch_cache_lists: bool,
     },
     /// Draw the chart of `--plot` from runs saved with `--json` (files may be combined).
     Plot {
@@ -79,9 +82,15 @@ fn main() {
                 pods,
                 realistic,
                 protobuf,
+                watch_cache_lists,
             }),
             _,
-        ) => std::process::exit(serve_for_bench(pods, realistic, protobuf)),
+        ) => std::process::exit(serve_for_bench(
+            pods,
+            realistic,
+            protobuf,
+            watch_cache_lists,
+        )),
         (Some(Command::Plot { files, out }), _) => exit_on_error(plot_saved(&files, &out)),
         (Some(Command::ShardReplica { url, identity }), _) => {
             std::process::exit(shard_replica(&url, &identity))
