@@ -68,6 +68,10 @@
 //!
 //! # Diagnostics
 //!
+//! - `KINFORMER_BENCH_WHOLE_LISTS=1`: kinformer's informers read each list response whole
+//!   before decoding it and apply relists atomically (`with_stream_lists_above(usize::MAX)`,
+//!   `with_atomic_relists(true)`), as they did before lists streamed: E1CW's and E1W's memory
+//!   figures then show what streaming saves.
 //! - `KINFORMER_BENCH_TRACE=1`: the client's peak RSS and CPU time at sync and its CPU time
 //!   after the update burst, the server's write time, and the delivery delays per 250 ms of
 //!   write time (count, mean, max), which show whether a high p99 comes from a few stalls or
@@ -677,12 +681,20 @@ async fn start_kinformer<K>(
 where
     K: Resource + DeserializeOwned + Send + Sync + 'static,
 {
+    // `KINFORMER_BENCH_WHOLE_LISTS=1`: lists read whole before decoding and relists applied
+    // atomically, as before lists streamed (for comparison).
+    let whole = std::env::var_os("KINFORMER_BENCH_WHOLE_LISTS").is_some();
+    let mut lw = KubeListerWatcher::new(api).with_wire(wire);
+    if whole {
+        lw = lw.with_stream_lists_above(usize::MAX);
+    }
     let informer = SharedIndexInformer::new(
-        KubeListerWatcher::new(api).with_wire(wire),
+        lw,
         InformerOptions::new("pods")
             .with_storage(storage)
             .with_watch_list(false)
-            .with_page_size(500),
+            .with_page_size(500)
+            .with_atomic_relists(whole),
     );
     informer
         .add_event_handler_with_options(

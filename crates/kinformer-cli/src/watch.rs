@@ -1,6 +1,12 @@
 //! `kinformer watch RESOURCE`: mirror any resource into an informer and print its events as
 //! they arrive (`kubectl get -w` style, or JSON lines), with optional indexes and a periodic
 //! cache summary.
+//!
+//! The informer is lean: objects are `Lazy<DynamicObject>`s, their metadata parsed and their
+//! bodies kept as they arrived (protobuf for built-in kinds by default, JSON otherwise), so the
+//! cache and the events waiting to be printed hold bytes, not decoded trees. Text output reads
+//! the metadata only; JSON output writes a JSON body as it arrived and converts a protobuf body
+//! when it prints it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +17,7 @@ use kinformer::cache::store::{
     IndexFunc, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };
 use kinformer::cache::{
-    DeletedObject, HandlerOptions, ResourceEventHandler, SharedInformerFactory,
+    DeletedObject, HandlerOptions, Lazy, ResourceEventHandler, SharedInformerFactory,
 };
 use kinformer::kube::Wire;
 use kube::core::{ApiResource, DynamicObject};
@@ -55,8 +61,9 @@ pub struct WatchArgs {
     /// Seconds between cache summaries on stderr (0: none; at most a year).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=crate::args::MAX_SECS))]
     summary_secs: u64,
-    /// How the informer keeps objects: typed, or compact (encoded and compressed, a fraction
-    /// of the memory; events still carry the objects as they arrived).
+    /// How the informer keeps objects: typed (the bodies as they arrived), or compact
+    /// (compressed, a fraction of the memory; events still carry the objects as they
+    /// arrived).
     #[arg(long, value_enum, default_value_t = StoreMode::Typed)]
     store: StoreMode,
     /// Stop after this many seconds, fractions allowed (default: until Ctrl-C; at most a
@@ -129,7 +136,10 @@ fn matches(name: &str, ar: &ApiResource) -> bool {
     name == ar.plural || name.eq_ignore_ascii_case(&ar.kind)
 }
 
-fn parse_index(spec: &str) -> Result<(String, IndexFunc<DynamicObject>), WatchError> {
+/// The objects `watch` mirrors.
+type Object = Lazy<DynamicObject>;
+
+fn parse_index(spec: &str) -> Result<(String, IndexFunc<Object>), WatchError> {
     if spec == NAMESPACE_INDEX {
         return Ok((NAMESPACE_INDEX.to_owned(), namespace_index_func()));
     }
@@ -140,21 +150,21 @@ fn parse_index(spec: &str) -> Result<(String, IndexFunc<DynamicObject>), WatchEr
 }
 
 enum Event {
-    Added(Arc<DynamicObject>, bool),
-    Modified(Arc<DynamicObject>),
-    Deleted(Arc<DynamicObject>, bool),
+    Added(Arc<Object>, bool),
+    Modified(Arc<Object>),
+    Deleted(Arc<Object>, bool),
 }
 
 struct Forward(mpsc::UnboundedSender<Event>);
 
-impl ResourceEventHandler<DynamicObject> for Forward {
-    fn on_add(&self, obj: &Arc<DynamicObject>, initial: bool) {
+impl ResourceEventHandler<Object> for Forward {
+    fn on_add(&self, obj: &Arc<Object>, initial: bool) {
         let _ = self.0.send(Event::Added(obj.clone(), initial));
     }
-    fn on_update(&self, _old: &Arc<DynamicObject>, new: &Arc<DynamicObject>) {
+    fn on_update(&self, _old: &Arc<Object>, new: &Arc<Object>) {
         let _ = self.0.send(Event::Modified(new.clone()));
     }
-    fn on_delete(&self, obj: &DeletedObject<DynamicObject>) {
+    fn on_delete(&self, obj: &DeletedObject<Object>) {
         let _ = self
             .0
             .send(Event::Deleted(obj.object().clone(), obj.is_tombstone()));
@@ -162,8 +172,9 @@ impl ResourceEventHandler<DynamicObject> for Forward {
 }
 
 /// Writes one event to stdout. An error (a closed pipe: `kinformer watch ... | head -1`) ends
-/// the watch.
+/// the watch; a body that does not convert to JSON is reported on stderr and skipped.
 fn print(event: &Event, output: Output) -> std::io::Result<()> {
+    use kube::Resource;
     use std::io::Write;
     let (kind, obj, note) = match event {
         Event::Added(o, true) => ("ADDED", o, " (initial list)"),
@@ -172,7 +183,7 @@ fn print(event: &Event, output: Output) -> std::io::Result<()> {
         Event::Deleted(o, true) => ("DELETED", o, " (missed; last known state)"),
         Event::Deleted(o, false) => ("DELETED", o, ""),
     };
-    let m = &obj.metadata;
+    let m = obj.meta();
     let mut out = std::io::stdout().lock();
     match output {
         Output::Text => writeln!(
@@ -185,10 +196,17 @@ fn print(event: &Event, output: Output) -> std::io::Result<()> {
             m.name.as_deref().unwrap_or_default(),
             m.resource_version.as_deref().unwrap_or_default(),
         ),
-        Output::Json => {
-            let line = serde_json::json!({"type": kind, "object": obj.as_ref()});
-            writeln!(out, "{line}")
-        }
+        Output::Json => match obj.json() {
+            // The body as it arrived (or converted from protobuf), not decoded.
+            Ok(body) => writeln!(out, "{{\"type\":\"{kind}\",\"object\":{body}}}"),
+            Err(e) => {
+                eprintln!(
+                    "error: {kind} {}: the object does not convert to JSON: {e}",
+                    m.name.as_deref().unwrap_or_default()
+                );
+                Ok(())
+            }
+        },
     }
 }
 
@@ -219,11 +237,11 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
             label_selector: args.selector.clone(),
             field_selector: args.field_selector.clone(),
         })
-        .with_storage::<DynamicObject>(args.store.storage(0));
+        .with_storage::<Object>(args.store.storage(0));
     if let (Some(ns), Scope::Namespaced) = (&args.namespace, &caps.scope) {
         factory = factory.with_namespace(ns.clone());
     }
-    let informer = factory.dynamic_informer(&ar);
+    let informer = factory.dynamic_lazy_informer(&ar);
     let mut indexers = Indexers::new();
     for spec in &args.indexes {
         let (name, f) = parse_index(spec)?;
@@ -252,10 +270,16 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
             .map(|n| format!(" in {n}"))
             .unwrap_or_default()
     );
+    let started = std::time::Instant::now();
     if let Err(source) = factory.wait_for_cache_sync_timeout(SYNC_TIMEOUT).await {
         factory.shutdown().await;
         return Err(WatchError::NoSync { url, source });
     }
+    eprintln!(
+        "synced: {} objects in {} ms",
+        informer.get_indexer().len(),
+        started.elapsed().as_millis()
+    );
     let stop = {
         let cancel = cancel.clone();
         let duration = args.duration_secs;

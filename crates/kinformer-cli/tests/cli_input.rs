@@ -157,3 +157,56 @@ fn bench_runs_the_runner_beside_the_binary_or_says_how_to_build_it() {
         "{err}"
     );
 }
+
+/// `watch -o json` prints each object whole, from a protobuf body (converted when printed) as
+/// from a JSON body (as it arrived), and says on stderr when it has synced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_prints_whole_objects_as_json_lines_from_either_wire() {
+    let server = kinformer_apiserver::TestServer::start().await.unwrap();
+    for i in 0..3 {
+        let pod = kinformer_apiserver::bench_pod(i);
+        let ns = pod["metadata"]["namespace"].as_str().unwrap().to_owned();
+        server.store().create("pods", &ns, pod).unwrap();
+    }
+    for wire in ["protobuf", "json"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kinformer"))
+            .args(["watch", "pods", "-o", "json", "--store", "compact"])
+            .args(["--wire", wire, "--server", &server.url()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let lines = tokio::task::spawn_blocking(move || {
+            let mut reader = BufReader::new(stdout);
+            (0..3)
+                .map(|_| {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    line
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let mut names = Vec::new();
+        for line in &lines {
+            let event: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(event["type"], "ADDED", "{wire}: {line}");
+            let pod = &event["object"];
+            assert_eq!(
+                pod["spec"]["containers"][0]["name"], "app",
+                "{wire}: the whole object: {line}"
+            );
+            names.push(pod["metadata"]["name"].as_str().unwrap().to_owned());
+        }
+        names.sort();
+        assert_eq!(names, ["pod-0", "pod-1", "pod-2"], "{wire}");
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert!(err.contains("synced: 3 objects"), "{wire}: {err}");
+    }
+}

@@ -68,8 +68,12 @@ enum State {
 #[derive(Debug)]
 pub struct ListSplitter {
     state: State,
-    /// Bytes received and not yet consumed: part of one field at most.
+    /// Bytes received; those from `start` on are not consumed yet (part of one field, and
+    /// what waits for the batch to be taken).
     pending: Vec<u8>,
+    /// Where the bytes not consumed yet begin in `pending` (the consumed ones are dropped
+    /// once they are half of it, so that each byte is moved a bounded number of times).
+    start: usize,
     /// The body offset of `pending[0]`.
     offset: u64,
     max_item: usize,
@@ -92,6 +96,7 @@ impl ListSplitter {
         Self {
             state: State::Magic,
             pending: Vec::new(),
+            start: 0,
             offset: 0,
             max_item,
             api_version: String::new(),
@@ -127,8 +132,13 @@ impl ListSplitter {
     /// Bytes that are not an enveloped list, a field over the cap, broken framing. The
     /// splitter is of no further use after an error.
     pub fn push(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        if self.start > 0 && self.start >= self.pending.len() / 2 {
+            self.pending.drain(..self.start);
+            self.offset += self.start as u64;
+            self.start = 0;
+        }
         self.pending.extend_from_slice(bytes);
-        let mut pos = 0;
+        let mut pos = self.start;
         let result = loop {
             if self.is_full() {
                 break Ok(());
@@ -139,8 +149,7 @@ impl ListSplitter {
                 Err(e) => break Err(e),
             }
         };
-        self.pending.drain(..pos);
-        self.offset += pos as u64;
+        self.start = pos;
         result
     }
 
@@ -321,15 +330,15 @@ impl ListSplitter {
     /// A body that ends inside the envelope, the list or an item (naming the item and the
     /// byte offset where it began).
     pub fn finish(&self) -> Result<ListMeta, Error> {
+        let unread = self.pending.len() - self.start;
         match self.state {
-            State::Envelope if self.pending.is_empty() => Ok(self.metadata.clone()),
+            State::Envelope if unread == 0 => Ok(self.metadata.clone()),
             State::Magic => Err(Error::Truncated("the body ends before the magic prefix")),
-            State::List { left } if left > 0 && !self.pending.is_empty() => {
-                Err(Error::Invalid(format!(
-                    "the list body ends inside item {} (it began at byte {})",
-                    self.items, self.offset
-                )))
-            }
+            State::List { left } if left > 0 && unread > 0 => Err(Error::Invalid(format!(
+                "the list body ends inside item {} (it began at byte {})",
+                self.items,
+                self.offset + self.start as u64
+            ))),
             _ => Err(Error::Invalid(format!(
                 "the list body ends early, at byte {}, after {} items",
                 self.bytes_read(),

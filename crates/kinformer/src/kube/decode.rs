@@ -336,6 +336,30 @@ fn list_item_by_item<K: DeserializeOwned + Send + Sync>(
     Ok(list)
 }
 
+/// Decodes items already cut out of a list and checked to be JSON (a batch of a list that
+/// streams in, see [`list_stream`](super::list_stream)), `bytes` long in all, as
+/// [`list_item_by_item`] decodes the items it cuts: one that does not decode as `K` goes to
+/// [`ObjectList::undecodable`]. The list's metadata is left empty.
+pub(crate) fn decode_items<K: DeserializeOwned + Send + Sync>(
+    decoder: JsonDecoder,
+    bytes: usize,
+    items: &[&str],
+) -> ObjectList<K> {
+    let mut list = ObjectList::default();
+    list.items.reserve(items.len());
+    let reserve = heap_reserve::per_item::<K>(bytes, items.len(), Wire::Json);
+    let decoded = split_decode::decode_body_items(bytes, items, reserve, |item| {
+        decode_object::<K>(decoder, item).map(Arc::new)
+    });
+    for item in decoded {
+        match item {
+            Ok(o) => list.items.push(o),
+            Err(e) => list.undecodable.push(e),
+        }
+    }
+    list
+}
+
 /// The continue token of a JSON list body, read from the list's `metadata` without reading
 /// its items: found when `metadata` comes before `items`, as API servers write a list
 /// (`{"kind":…,"apiVersion":…,"metadata":{…},"items":[…]}`). `None` without a token, when

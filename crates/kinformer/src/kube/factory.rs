@@ -159,6 +159,20 @@ impl SharedInformerFactory<KubeClient> {
         self.kube_informer::<DynamicObject>(url, namespace, false)
     }
 
+    /// The shared informer for a resource known at run time, as
+    /// [`Lazy`](crate::cache::Lazy)`<DynamicObject>`s: each object's metadata parsed, its body
+    /// kept as it arrived (protobuf for built-in kinds, JSON otherwise) and decoded only when
+    /// read. The lean form of [`dynamic_informer`](Self::dynamic_informer) (and a separate
+    /// informer from it).
+    pub fn dynamic_lazy_informer(
+        &self,
+        resource: &ApiResource,
+    ) -> SharedIndexInformer<crate::cache::Lazy<DynamicObject>> {
+        let namespace = self.namespace().map(str::to_owned);
+        let url = DynamicObject::url_path(resource, namespace.as_deref());
+        self.kube_informer::<crate::cache::Lazy<DynamicObject>>(url, namespace, false)
+    }
+
     /// The shared informer for the metadata of `K` only (`PartialObjectMeta<K>`): far less
     /// memory for large objects when handlers need names, labels and owners only.
     pub fn metadata_informer<K>(&self) -> SharedIndexInformer<PartialObjectMeta<K>>

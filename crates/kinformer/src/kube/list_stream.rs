@@ -5,9 +5,11 @@
 //! `resourceVersion=0`, which a real API server's watch cache answers in one response whatever
 //! `limit` says) streams: a task of its own reads the rest of the body and splits it into
 //! batches of items ([`codec::list_stream`](crate::codec::list_stream)), at most
-//! [`BATCHES_AHEAD`] batches ahead of their consumer, and the consumer decodes each batch as it
-//! takes it ([`ListRest`]). So a list of any size is held as a bounded window: the bytes
-//! already read, a few batches, and the item being received.
+//! [`BATCHES_AHEAD`] batches ahead of their decoding; each batch is decoded on a task of its
+//! own, [`DECODES_AHEAD`] at a time (so on a multi-thread runtime a list decodes on several
+//! cores), and handed to the consumer in order ([`ListRest`]). So a list of any size is held
+//! as a bounded window: the bytes already read, a few batches raw and decoded, and the item
+//! being received.
 //!
 //! A body that stops arriving for the request timeout, ends inside an item, frames its items
 //! wrongly or holds an item over the cap (64 MiB by default) fails the list with an error naming
@@ -43,8 +45,11 @@ const BATCH_ITEMS: usize = 500;
 /// …or this many bytes.
 const BATCH_BYTES: usize = 2 << 20;
 
-/// How many batches the reading task runs ahead of the decoding consumer.
+/// How many batches the reading task runs ahead of their decoding.
 const BATCHES_AHEAD: usize = 2;
+
+/// How many batches are decoded at once (each on a task of its own), ahead of the consumer.
+const DECODES_AHEAD: usize = 2;
 
 /// What the reading task sends.
 enum RawPart {
@@ -158,7 +163,8 @@ impl Streaming {
         }
     }
 
-    /// The rest of the list, decoded as `K` batch by batch as the consumer takes it.
+    /// The rest of the list, decoded as `K` batch by batch: each batch on a task of its own
+    /// as it arrives, up to [`DECODES_AHEAD`] at once, handed over in order.
     pub(crate) fn into_rest<K: DeserializeOwned + Send + Sync + 'static>(self) -> ListRest<K> {
         let Self {
             format,
@@ -166,36 +172,52 @@ impl Streaming {
             task,
             ..
         } = self;
-        let parts =
-            futures::stream::unfold((parts, Some(task)), move |(mut rx, task)| async move {
-                // The task ends with the last part; dropping the stream aborts it.
-                let task = task?;
-                let part = match rx.recv().await {
-                    Some(Ok(RawPart::Batch(batch))) => {
-                        decode_batch::<K>(format, &batch).map(|l| (l, false))
-                    }
-                    Some(Ok(RawPart::Last(batch, end))) => {
-                        let list = match batch {
-                            Some(batch) => decode_batch::<K>(format, &batch),
-                            None => Ok(ObjectList::default()),
-                        };
-                        let item = list.map(|mut l| {
-                            l.resource_version = end.resource_version;
-                            l.continue_token = end.continue_token;
-                            l.remaining_item_count = end.remaining_item_count;
-                            (l, true)
-                        });
-                        return Some((item, (rx, None)));
-                    }
-                    Some(Err(e)) => Err(e),
-                    None => Err(ListWatchError::transport(
-                        "the list response's reader stopped before the list's end",
-                    )),
-                };
-                let last = part.is_err();
-                Some((part, (rx, (!last).then_some(task))))
+        let raw = futures::stream::unfold((parts, Some(task)), |(mut rx, task)| async move {
+            // The reading task ends with the last part; dropping the stream aborts it.
+            let task = task?;
+            let part = rx.recv().await.unwrap_or_else(|| {
+                Err(ListWatchError::transport(
+                    "the list response's reader stopped before the list's end",
+                ))
             });
+            let more = matches!(part, Ok(RawPart::Batch(_)));
+            Some((part, (rx, more.then_some(task))))
+        });
+        let parts = raw
+            .map(move |part| {
+                let decode = AbortOnDropHandle::new(tokio::spawn(async move {
+                    part.and_then(|part| decode_part::<K>(format, part))
+                }));
+                async move {
+                    decode.await.unwrap_or_else(|e| {
+                        Err(ListWatchError::transport(format!(
+                            "decoding a part of the list did not finish: {e}"
+                        )))
+                    })
+                }
+            })
+            .buffered(DECODES_AHEAD);
         ListRest::new(parts.boxed())
+    }
+}
+
+/// Decodes a part as `K`: its items, and for the last its list's metadata.
+fn decode_part<K: DeserializeOwned + Send + Sync + 'static>(
+    format: ListFormat,
+    part: RawPart,
+) -> Result<(ObjectList<K>, bool), ListWatchError> {
+    match part {
+        RawPart::Batch(batch) => decode_batch::<K>(format, &batch).map(|l| (l, false)),
+        RawPart::Last(batch, end) => {
+            let mut list = match batch {
+                Some(batch) => decode_batch::<K>(format, &batch)?,
+                None => ObjectList::default(),
+            };
+            list.resource_version = end.resource_version;
+            list.continue_token = end.continue_token;
+            list.remaining_item_count = end.remaining_item_count;
+            Ok((list, true))
+        }
     }
 }
 
@@ -256,6 +278,21 @@ async fn split_body<S>(
             }
         }
     }
+    // What waited for more of the body.
+    loop {
+        if let Err(e) = split.end_of_body() {
+            let _ = tx.send(Err(split_failed(e))).await;
+            return;
+        }
+        if !split.is_full() {
+            break;
+        }
+        if let Some(batch) = split.take_batch()
+            && tx.send(Ok(RawPart::Batch(batch))).await.is_err()
+        {
+            return;
+        }
+    }
     let last = split.take_batch();
     let part = split
         .finish()
@@ -277,33 +314,27 @@ fn decode_batch<K: DeserializeOwned + Send + Sync + 'static>(
         #[cfg(feature = "protobuf")]
         ListFormat::Protobuf => super::protobuf::decode_list::<K>(&batch.body),
         ListFormat::Json => {
-            let decoded = std::str::from_utf8(&batch.body)
-                .map_err(|e| e.to_string())
-                .and_then(|text| {
-                    decode::decode_list_with::<K>(JsonDecoder::DEFAULT, text)
-                        .map_err(|e| e.to_string())
-                });
-            decoded.map_err(|why| ListWatchError::Decode(broken_json_item(batch, &why)))
+            // The splitter checked each item to be JSON: decoded where it lies, without
+            // reading the batch as a list again.
+            let mut items = Vec::with_capacity(batch.json_items.len());
+            for (k, &(start, end, offset)) in batch.json_items.iter().enumerate() {
+                let text = batch
+                    .body
+                    .get(start..end)
+                    .and_then(|bytes| std::str::from_utf8(bytes).ok())
+                    .ok_or_else(|| {
+                        ListWatchError::Decode(DecodeError::new(format!(
+                            "list item {} (at byte {offset}) is not UTF-8",
+                            batch.first_index + k
+                        )))
+                    })?;
+                items.push(text);
+            }
+            Ok(decode::decode_items::<K>(
+                JsonDecoder::DEFAULT,
+                batch.body.len(),
+                &items,
+            ))
         }
     }
-}
-
-/// The first item of a JSON batch that is not JSON at all, named by position and offset (a
-/// batch fails to decode as a list only because of such an item).
-fn broken_json_item(batch: &ListBatch, why: &str) -> DecodeError {
-    for (k, &(start, end, offset)) in batch.json_items.iter().enumerate() {
-        let bytes = batch.body.get(start..end).unwrap_or_default();
-        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-            return DecodeError::new(format!(
-                "list item {} (at byte {offset}) is not JSON: {e}",
-                batch.first_index + k
-            ));
-        }
-    }
-    DecodeError::new(format!(
-        "list items {}..{} (from byte {}) do not decode: {why}",
-        batch.first_index,
-        batch.first_index + batch.items,
-        batch.first_offset
-    ))
 }

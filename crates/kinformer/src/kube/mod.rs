@@ -15,8 +15,9 @@
 //!   it);
 //! - a watch that stays silent past `timeoutSeconds` + 30 s ends (cleanly), so that a silently
 //!   dropped connection is noticed and re-watched;
-//! - a list that has not completed, or a watch whose response has not begun, within the
-//!   request timeout (default 60 s, [`KubeListerWatcher::with_request_timeout`]) fails with a
+//! - a list that has not completed (a list that streams in: whose next bytes have not
+//!   arrived), or a watch whose response has not begun, within the request timeout (default
+//!   60 s, [`KubeListerWatcher::with_request_timeout`]) fails with a
 //!   transport error, so the reflector backs off and retries. Without it a request can wait
 //!   forever: when the server closes a keep-alive connection just as the client queues a
 //!   request on it, the HTTP client can lose the request without completing or failing it.
@@ -30,6 +31,16 @@
 //! time as the caller decodes this one (and only starts the request for the page after it,
 //! which the caller decodes in turn): on a multi-thread runtime a paged list decodes on two
 //! cores, at most one page ahead of the caller.
+//!
+//! **Large lists stream** ([`KubeListerWatcher::with_stream_lists_above`], 4 MiB by default):
+//! a real API server answers a list at `resourceVersion=0` from its watch cache in one
+//! response, whatever `limit` says. A response that grows past the threshold is not read whole:
+//! its items are split off as its bytes arrive, decoded in batches of up to 500 on tasks of
+//! their own, and handed to the pager (and so to the reflector and the cache) part by part,
+//! the list's version and continue token with the last part. A lean informer then holds its
+//! cache and a window of a few MiB, not the list. A response cut off, malformed, stalled for
+//! the request timeout, or holding an item over [`KubeListerWatcher::with_max_item_bytes`]
+//! fails the list with an error naming the item's position and byte offset.
 //!
 //! Retry-After comes from the status body's `details.retryAfterSeconds`: kube does not expose
 //! response headers; the API server sets both to the same value.
@@ -245,7 +256,9 @@ impl<K> KubeListerWatcher<K> {
 
     /// How long a list may take to complete, and a watch to begin its response, before the
     /// call fails with a transport error (default [`DEFAULT_REQUEST_TIMEOUT`]). Lists are
-    /// paged by the reflector, so one page rarely needs more than a second or two.
+    /// paged by the reflector, so one page rarely needs more than a second or two; a list
+    /// that streams in (see [`with_stream_lists_above`](Self::with_stream_lists_above)) may
+    /// take longer as a whole, but fails when its bytes stop arriving for this long.
     #[must_use]
     pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;

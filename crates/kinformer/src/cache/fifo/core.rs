@@ -38,7 +38,7 @@ macro_rules! impl_delta_queue {
                 &'a self,
                 limit: usize,
             ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
-                Box::pin(self.core.room_for(limit))
+                Box::pin(self.core.room_for(limit, $fifo::<K>::queued_len))
             }
         }
     };
@@ -169,19 +169,25 @@ impl<D> FifoCore<D> {
         Ok(())
     }
 
-    /// Waits until fewer than `limit` items of the first population are queued, or the
+    /// Waits until fewer than `limit` items of the first population are queued (after it,
+    /// fewer than `limit` items in all, as `queued` counts them: a paged relist), or the
     /// queue is closed.
     ///
     /// # Cancel safety
     /// Cancel-safe: it only waits.
-    pub(crate) async fn room_for(&self, limit: usize) {
+    pub(crate) async fn room_for(&self, limit: usize, queued: fn(&D) -> usize) {
         loop {
             let popped = self.popped.notified();
             tokio::pin!(popped);
             popped.as_mut().enable();
             {
                 let s = self.state.lock();
-                if s.closed || s.initial_population_count < limit {
+                let waiting = if s.populated {
+                    queued(&s.data)
+                } else {
+                    s.initial_population_count
+                };
+                if s.closed || waiting < limit {
                     return;
                 }
             }
@@ -227,6 +233,8 @@ impl<D> FifoCore<D> {
             let popped = {
                 let mut s = self.state.lock();
                 let is_in_initial_list = !s.has_synced();
+                // A paged replace (a relist) may be waiting for room too.
+                let paging = s.paged.is_some();
                 match take(&mut s) {
                     Some((deltas, items)) => {
                         let counted = items.min(s.initial_population_count);
@@ -236,14 +244,14 @@ impl<D> FifoCore<D> {
                             deltas,
                             is_in_initial_list,
                         };
-                        Some((popped, counted))
+                        Some((popped, counted, paging))
                     }
                     None if s.closed => return Err(CacheError::Closed),
                     None => None,
                 }
             };
-            if let Some((popped, counted)) = popped {
-                if counted > 0 {
+            if let Some((popped, counted, paging)) = popped {
+                if counted > 0 || paging {
                     self.popped.notify_waiters();
                 }
                 let _done = InFlight {

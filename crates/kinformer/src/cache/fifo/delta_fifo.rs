@@ -306,6 +306,11 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         self.known_objects.as_ref()?.get_by_key(key)
     }
 
+    /// The keys queued in `data` (what a paged relist waits on, see `FifoCore::room_for`).
+    fn queued_len(data: &Keyed<K>) -> usize {
+        data.queue.len()
+    }
+
     /// Closes the queue; see [`DeltaQueue::close`].
     pub fn close(&self) {
         self.core.close();

@@ -58,10 +58,11 @@ pub trait DeltaQueue<K>: ReflectorSink<K> {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Resolves once fewer than `limit` items of the first population wait to be popped, or
-    /// the queue is closed: a consumer that pops lets a paged initial list through a page at a
-    /// time (see [`ReflectorSink::begin_paged_replace`]). The informer's reflector waits on it;
-    /// a queue written by a bare reflector with nobody popping yet is never waited on.
+    /// Resolves once fewer than `limit` items of the first population wait to be popped (once
+    /// populated: fewer than `limit` items in all, for a paged relist), or the queue is closed:
+    /// a consumer that pops lets a paged list through a page at a time (see
+    /// [`ReflectorSink::begin_paged_replace`]). The informer's reflector waits on it; a queue
+    /// written by a bare reflector with nobody popping yet is never waited on.
     fn room_for<'a>(&'a self, limit: usize) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 }
 

@@ -321,6 +321,11 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         self.core.pop_with(take, process).await
     }
 
+    /// The deltas logged (what a paged relist waits on, see `FifoCore::room_for`).
+    fn queued_len(log: &Log<K>) -> usize {
+        log.len()
+    }
+
     /// Closes the queue; see [`DeltaQueue::close`].
     pub fn close(&self) {
         self.core.close();

@@ -1,11 +1,13 @@
 //! A JSON list body split into its items as its bytes arrive.
 //!
-//! The splitter follows the body's structure byte by byte (strings and their escapes, nesting),
-//! cuts each element of the top-level object's `items` array out as it completes, and keeps
-//! everything else of the list (`kind`, `apiVersion`, `metadata`, before or after `items`)
-//! with the array emptied, so that the list's metadata is read once the body is complete. It
-//! does not parse the items: each batch of them goes to a list decoder as a small list of its
-//! own, which reads them and reports any that is not JSON.
+//! Outside the top-level object's `items` array the splitter follows the body byte by byte
+//! (strings and their escapes, nesting) and keeps those bytes (`kind`, `apiVersion`,
+//! `metadata`, before or after `items`) with the array emptied, so that the list's metadata is
+//! read once the body is complete. Each element of `items` is read by serde_json's validating
+//! parser as a raw value, in one pass: its end is found and its syntax checked at once, so the
+//! items handed out are JSON (a `Lazy` keeps them as they are and parses only their metadata).
+//! An element that has not arrived whole is parsed again once about twice as many of its
+//! bytes are there, so the parses of a large item add up to a few times its length.
 
 use kube_core::ListMeta;
 use serde::Deserialize;
@@ -16,24 +18,25 @@ use super::{ListBatch, SplitError};
 /// The most bytes of the list outside its items (its metadata and type) that are kept.
 const MAX_HEAD: usize = 1 << 20;
 
-/// Where an element of `items` being received ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Element {
-    /// An object or array: when the nesting returns to the array's.
-    Container,
-    /// A string: when it closes.
-    String,
-    /// A number, `true`, `false` or `null`: at the next delimiter.
-    Bare,
-}
+/// An element not yet whole is parsed again with every push below this many bytes, and once
+/// twice as many bytes are there above it.
+const RETRY_DOUBLING_ABOVE: usize = 64 << 10;
 
 /// Splits a JSON list body into batches of items as its bytes arrive (see the module docs).
 #[derive(Debug)]
 pub(crate) struct JsonListSplitter {
     max_item: usize,
-    /// The body offset of the next byte to arrive.
+    /// Bytes received; those from `start` on are not consumed yet: the element being
+    /// received, and whatever arrived after it or waits for the batch to be taken.
+    pending: Vec<u8>,
+    /// Where the bytes not consumed yet begin in `pending` (the consumed ones are dropped
+    /// once they are half of it, so that each byte is moved a bounded number of times).
+    start: usize,
+    /// The body offset of `pending[0]`.
     offset: u64,
-    /// Nesting of objects and arrays at the current byte.
+    /// Parse the element at the start of `pending` again once this many bytes are there.
+    retry_at: usize,
+    /// Nesting of objects and arrays outside the items.
     depth: u32,
     in_string: bool,
     escape: bool,
@@ -45,15 +48,9 @@ pub(crate) struct JsonListSplitter {
     key: Vec<u8>,
     /// Reading the key string at depth 1.
     in_key: bool,
-    /// The value of the current member is the `items` array, and it is open.
+    /// Inside the `items` array, between or at its elements.
     in_items: bool,
-    /// The element of `items` being received, if any.
-    element: Option<Element>,
-    /// The element's bytes received in earlier pushes.
-    partial: Vec<u8>,
-    /// Where the element began in the body.
-    element_offset: u64,
-    /// The list without its items' contents.
+    /// The list without its items.
     head: Vec<u8>,
     /// Items split off so far.
     items: usize,
@@ -62,13 +59,24 @@ pub(crate) struct JsonListSplitter {
     batch_limit: usize,
 }
 
+/// What the element at the start of some bytes is.
+enum Element {
+    /// A whole value, this many bytes long.
+    Whole(usize),
+    /// Not all there yet.
+    Partial,
+}
+
 impl JsonListSplitter {
     /// A splitter refusing items longer than `max_item` bytes, pausing once a batch holds
     /// `batch_limit` items.
     pub(crate) fn new(max_item: usize, batch_limit: usize) -> Self {
         Self {
             max_item,
+            pending: Vec::new(),
+            start: 0,
             offset: 0,
+            retry_at: 0,
             depth: 0,
             in_string: false,
             escape: false,
@@ -77,9 +85,6 @@ impl JsonListSplitter {
             key: Vec::new(),
             in_key: false,
             in_items: false,
-            element: None,
-            partial: Vec::new(),
-            element_offset: 0,
             head: Vec::new(),
             items: 0,
             batch: ListBatch::default(),
@@ -102,149 +107,238 @@ impl JsonListSplitter {
         self.batch.items >= self.batch_limit
     }
 
-    /// Takes the next bytes of the body and splits off every item they complete, until the
-    /// batch is full: returns how many of the bytes it took (all of them unless the batch
-    /// filled up; push the rest after taking the batch).
+    /// Takes the next bytes of the body (all of them: the count is returned) and splits off
+    /// every item they complete, until the batch is full; then the rest waits for the next
+    /// push (of more bytes, or none) after the batch was taken.
     ///
     /// # Errors
-    /// A body that is not a JSON object, an item over the cap, a list head over
-    /// [`MAX_HEAD`], broken nesting in `items`. The splitter is of no further use then.
+    /// A body that is not a JSON object, an item that is not JSON or is over the cap, a list
+    /// head over [`MAX_HEAD`], a stray `}` in `items`. The splitter is of no further use then.
     pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<usize, SplitError> {
-        // Where the current run of bytes kept for the head, or of the current element,
-        // began in `bytes`.
-        let mut head_from = (!self.in_items).then_some(0);
-        let mut element_from = self.element.map(|_| 0);
-        let mut i = 0;
-        while i < bytes.len() {
-            if self.is_full() {
-                break;
-            }
-            let b = bytes[i];
-            if self.in_string {
-                if self.escape {
-                    self.escape = false;
-                    i += 1;
-                    continue;
-                }
-                // Jump to the next quote or backslash.
-                let Some(at) = memchr::memchr2(b'"', b'\\', &bytes[i..]) else {
-                    if self.in_key {
-                        self.note_key(&bytes[i..]);
-                    }
-                    i = bytes.len();
-                    break;
-                };
-                if self.in_key {
-                    self.note_key(&bytes[i..i + at]);
-                }
-                i += at;
-                if bytes[i] == b'\\' {
-                    self.escape = true;
-                } else {
-                    self.in_string = false;
-                    self.in_key = false;
-                    if self.element == Some(Element::String) {
-                        self.end_element(bytes, &mut element_from, i + 1)?;
-                    }
-                }
-                i += 1;
-                continue;
-            }
-            if self.element == Some(Element::Bare)
-                && matches!(b, b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r')
-            {
-                self.end_element(bytes, &mut element_from, i)?;
-            }
-            if self.in_items && self.depth == 2 && self.element.is_none() {
-                // Between elements of `items`.
-                match b {
-                    b' ' | b'\t' | b'\n' | b'\r' | b',' => {}
-                    b']' => {
-                        self.depth = 1;
-                        self.in_items = false;
-                        head_from = Some(i);
-                    }
-                    b'}' => return Err(self.malformed(i, "'}' inside the items array")),
-                    _ => {
-                        self.element = Some(match b {
-                            b'{' | b'[' => Element::Container,
-                            b'"' => Element::String,
-                            _ => Element::Bare,
-                        });
-                        self.element_offset = self.offset + i as u64;
-                        element_from = Some(i);
-                        match b {
-                            b'{' | b'[' => self.depth += 1,
-                            b'"' => self.in_string = true,
-                            _ => {}
-                        }
-                    }
-                }
-                i += 1;
-                continue;
-            }
-            match b {
-                b'"' => {
-                    self.in_string = true;
-                    if self.depth == 1 && self.expect_key {
-                        self.in_key = true;
-                        self.key.clear();
-                    }
-                }
-                b'{' | b'[' => {
-                    if self.depth == 0 {
-                        if self.started || b != b'{' {
-                            return Err(self.malformed(i, "the list is not one JSON object"));
-                        }
-                        self.started = true;
-                        self.expect_key = true;
-                    } else if self.depth == 1 && b == b'[' && self.key == b"items" {
-                        // The items array opens: the head keeps `[`, the elements go.
-                        self.in_items = true;
-                        if let Some(from) = head_from.take() {
-                            self.keep_head(&bytes[from..=i])?;
-                        }
-                    }
-                    self.depth += 1;
-                }
-                b'}' | b']' => {
-                    self.depth = self
-                        .depth
-                        .checked_sub(1)
-                        .ok_or_else(|| self.malformed(i, "unbalanced brackets"))?;
-                    if self.element == Some(Element::Container) && self.depth == 2 {
-                        self.end_element(bytes, &mut element_from, i + 1)?;
-                    }
-                }
-                b':' if self.depth == 1 => self.expect_key = false,
-                b',' if self.depth == 1 => {
-                    self.expect_key = true;
-                    self.key.clear();
-                }
-                b' ' | b'\t' | b'\n' | b'\r' => {}
-                _ if self.depth == 0 => {
-                    return Err(self.malformed(i, "the list is not one JSON object"));
-                }
-                _ => {}
-            }
-            i += 1;
+        if self.start > 0 && self.start >= self.pending.len() / 2 {
+            self.pending.drain(..self.start);
+            self.offset += self.start as u64;
+            self.start = 0;
         }
-        let taken = i;
-        if let Some(from) = element_from {
-            self.partial.extend_from_slice(&bytes[from..taken]);
-            if self.partial.len() > self.max_item {
-                return Err(SplitError::ItemTooLarge {
-                    index: self.items,
-                    offset: self.element_offset,
-                    limit: self.max_item,
+        self.pending.extend_from_slice(bytes);
+        let buf = std::mem::take(&mut self.pending);
+        let mut pos = self.start;
+        let result = self.split(&buf, &mut pos);
+        self.pending = buf;
+        self.start = pos;
+        result.map(|()| bytes.len())
+    }
+
+    /// Splits `buf` from `pos` on, as far as it can; `pos` ends where it stopped.
+    fn split(&mut self, buf: &[u8], pos: &mut usize) -> Result<(), SplitError> {
+        // Where the current run of head bytes began.
+        let mut head_from = (!self.in_items).then_some(*pos);
+        let result = loop {
+            if *pos >= buf.len() {
+                break Ok(());
+            }
+            if self.in_items {
+                match self.items_step(buf, pos) {
+                    Ok(true) => {}
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(e),
+                }
+                if !self.in_items {
+                    head_from = Some(*pos - 1);
+                }
+                continue;
+            }
+            match self.head_step(buf, pos) {
+                Ok(()) => {}
+                Err(e) => break Err(e),
+            }
+            if self.in_items {
+                // The items array opened: the head keeps its `[`.
+                if let Some(from) = head_from.take()
+                    && let Err(e) = self.keep_head(&buf[from..*pos])
+                {
+                    break Err(e);
+                }
+            }
+        };
+        if let Some(from) = head_from
+            && !self.in_items
+        {
+            self.keep_head(&buf[from..*pos])?;
+        }
+        result
+    }
+
+    /// One step between or at the elements of `items`: skips a delimiter, closes the array,
+    /// or splits off an element. `false` when it must wait (more bytes, or the batch taken).
+    fn items_step(&mut self, buf: &[u8], pos: &mut usize) -> Result<bool, SplitError> {
+        let at = self.offset + *pos as u64;
+        match buf[*pos] {
+            b' ' | b'\t' | b'\n' | b'\r' | b',' => {
+                *pos += 1;
+                return Ok(true);
+            }
+            b']' => {
+                self.in_items = false;
+                self.depth = 1;
+                *pos += 1;
+                return Ok(true);
+            }
+            b'}' => {
+                return Err(SplitError::Malformed {
+                    offset: at,
+                    message: "'}' inside the items array".into(),
                 });
             }
+            _ => {}
         }
-        if let Some(from) = head_from {
-            self.keep_head(&bytes[from..taken])?;
+        if self.is_full() {
+            return Ok(false);
         }
-        self.offset += taken as u64;
-        Ok(taken)
+        let available = buf.len() - *pos;
+        if available < self.retry_at {
+            return Ok(false);
+        }
+        match self.element(&buf[*pos..], at)? {
+            Element::Whole(len) if len > self.max_item => Err(self.too_large(at)),
+            Element::Whole(len) => {
+                self.emit(&buf[*pos..*pos + len], at);
+                *pos += len;
+                self.retry_at = 0;
+                Ok(true)
+            }
+            Element::Partial if available > self.max_item => Err(self.too_large(at)),
+            Element::Partial => {
+                // Small elements are parsed again with the next bytes; large ones once about
+                // twice as many bytes are there, so their parses add up to a few times their
+                // length (see `end_of_body` for the last one).
+                self.retry_at = if available < RETRY_DOUBLING_ABOVE {
+                    available + 1
+                } else {
+                    available.saturating_mul(2)
+                };
+                Ok(false)
+            }
+        }
+    }
+
+    /// The element at the start of `bytes` (body offset `at`): parsed as a raw JSON value.
+    fn element(&self, bytes: &[u8], at: u64) -> Result<Element, SplitError> {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        match <&RawValue>::deserialize(&mut de) {
+            Ok(raw) => {
+                let len = raw.get().len();
+                // A number, `true`, `false` or `null` ending at the end of what arrived may
+                // go on in the next bytes.
+                let delimited = matches!(bytes[0], b'{' | b'[' | b'"');
+                if len == bytes.len() && !delimited {
+                    Ok(Element::Partial)
+                } else {
+                    Ok(Element::Whole(len))
+                }
+            }
+            Err(e) if e.is_eof() => Ok(Element::Partial),
+            Err(e) => Err(SplitError::Malformed {
+                offset: at,
+                message: format!("list item {} is not JSON: {e}", self.items),
+            }),
+        }
+    }
+
+    fn too_large(&self, at: u64) -> SplitError {
+        SplitError::ItemTooLarge {
+            index: self.items,
+            offset: at,
+            limit: self.max_item,
+        }
+    }
+
+    /// Adds an element that began at body offset `at` to the batch.
+    fn emit(&mut self, element: &[u8], at: u64) {
+        let batch = &mut self.batch;
+        if batch.items == 0 {
+            batch.body.extend_from_slice(b"{\"items\":[");
+            batch.first_index = self.items;
+            batch.first_offset = at;
+        } else {
+            batch.body.push(b',');
+        }
+        let start = batch.body.len();
+        batch.body.extend_from_slice(element);
+        batch.json_items.push((start, batch.body.len(), at));
+        batch.items += 1;
+        self.items += 1;
+    }
+
+    /// One step of the list outside its items: a byte, or a run of a string's bytes.
+    fn head_step(&mut self, buf: &[u8], pos: &mut usize) -> Result<(), SplitError> {
+        let i = *pos;
+        let b = buf[i];
+        if self.in_string {
+            if self.escape {
+                self.escape = false;
+                *pos += 1;
+                return Ok(());
+            }
+            // Jump to the next quote or backslash.
+            let Some(at) = memchr::memchr2(b'"', b'\\', &buf[i..]) else {
+                if self.in_key {
+                    self.note_key(&buf[i..]);
+                }
+                *pos = buf.len();
+                return Ok(());
+            };
+            if self.in_key {
+                self.note_key(&buf[i..i + at]);
+            }
+            if buf[i + at] == b'\\' {
+                self.escape = true;
+            } else {
+                self.in_string = false;
+                self.in_key = false;
+            }
+            *pos = i + at + 1;
+            return Ok(());
+        }
+        match b {
+            b'"' => {
+                self.in_string = true;
+                if self.depth == 1 && self.expect_key {
+                    self.in_key = true;
+                    self.key.clear();
+                }
+            }
+            b'{' | b'[' => {
+                if self.depth == 0 {
+                    if self.started || b != b'{' {
+                        return Err(self.malformed(i, "the list is not one JSON object"));
+                    }
+                    self.started = true;
+                    self.expect_key = true;
+                } else if self.depth == 1 && b == b'[' && self.key == b"items" {
+                    self.in_items = true;
+                }
+                self.depth += 1;
+            }
+            b'}' | b']' => {
+                self.depth = self
+                    .depth
+                    .checked_sub(1)
+                    .ok_or_else(|| self.malformed(i, "unbalanced brackets"))?;
+            }
+            b':' if self.depth == 1 => self.expect_key = false,
+            b',' if self.depth == 1 => {
+                self.expect_key = true;
+                self.key.clear();
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ if self.depth == 0 => {
+                return Err(self.malformed(i, "the list is not one JSON object"));
+            }
+            _ => {}
+        }
+        *pos = i + 1;
+        Ok(())
     }
 
     /// Records bytes of the current key (only its first few matter).
@@ -264,48 +358,21 @@ impl JsonListSplitter {
         Ok(())
     }
 
-    /// The element ends before `end` in `bytes`: it joins the batch.
-    fn end_element(
-        &mut self,
-        bytes: &[u8],
-        element_from: &mut Option<usize>,
-        end: usize,
-    ) -> Result<(), SplitError> {
-        let from = element_from.take().unwrap_or(end);
-        let len = self.partial.len() + (end - from);
-        if len > self.max_item {
-            return Err(SplitError::ItemTooLarge {
-                index: self.items,
-                offset: self.element_offset,
-                limit: self.max_item,
-            });
-        }
-        let batch = &mut self.batch;
-        if batch.items == 0 {
-            batch.body.extend_from_slice(b"{\"items\":[");
-            batch.first_index = self.items;
-            batch.first_offset = self.element_offset;
-        } else {
-            batch.body.push(b',');
-        }
-        let start = batch.body.len();
-        batch.body.extend_from_slice(&self.partial);
-        batch.body.extend_from_slice(&bytes[from..end]);
-        batch
-            .json_items
-            .push((start, batch.body.len(), self.element_offset));
-        batch.items += 1;
-        self.partial.clear();
-        self.element = None;
-        self.items += 1;
-        Ok(())
-    }
-
     fn malformed(&self, at: usize, what: &str) -> SplitError {
         SplitError::Malformed {
             offset: self.offset + at as u64,
             message: what.to_owned(),
         }
+    }
+
+    /// The body is complete: splits what waited for more bytes (until the batch is full:
+    /// take it and call again).
+    ///
+    /// # Errors
+    /// As [`push`](Self::push).
+    pub(crate) fn end_of_body(&mut self) -> Result<(), SplitError> {
+        self.retry_at = 0;
+        self.push(&[]).map(drop)
     }
 
     /// The items collected since the last batch, if any, as a JSON list of their own.
@@ -324,17 +391,22 @@ impl JsonListSplitter {
     /// A body that ends inside an item (naming it) or anywhere before the list's end; a list
     /// whose fields other than `items` are not valid JSON.
     pub(crate) fn finish(&self) -> Result<ListMeta, SplitError> {
-        if self.element.is_some() {
+        let end = self.offset + self.pending.len() as u64;
+        if self.in_items {
+            let rest = &self.pending[self.start..];
+            let element = rest
+                .iter()
+                .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b','));
             return Err(SplitError::Truncated {
-                index: Some(self.items),
-                offset: self.element_offset,
+                index: element.map(|_| self.items),
+                offset: element.map_or(end, |at| self.offset + (self.start + at) as u64),
                 items: self.items,
             });
         }
         if !self.started || self.depth > 0 || self.in_string {
             return Err(SplitError::Truncated {
                 index: None,
-                offset: self.offset,
+                offset: end,
                 items: self.items,
             });
         }
@@ -386,6 +458,7 @@ mod tests {
                 take(split.take_batch().unwrap());
             }
         }
+        split.end_of_body().unwrap();
         if let Some(b) = split.take_batch() {
             take(b);
         }
@@ -502,6 +575,18 @@ mod tests {
             let r = split.push(body).and_then(|_| split.finish().map(drop));
             assert!(r.is_err(), "{:?}", String::from_utf8_lossy(body));
         }
+    }
+
+    #[test]
+    fn an_item_that_is_not_json_fails_naming_it() {
+        let mut split = JsonListSplitter::new(64, usize::MAX);
+        let err = split
+            .push(br#"{"items":[{"a":1}, {"b":tru}]}"#)
+            .unwrap_err();
+        assert!(
+            matches!(&err, SplitError::Malformed { offset: 19, message } if message.contains("list item 1 is not JSON")),
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -144,6 +144,19 @@ impl ListSplit {
         }
     }
 
+    /// The body is complete: splits what waited for more of it (until the batch is full:
+    /// take the batch and call again, as long as [`is_full`](Self::is_full) says so).
+    ///
+    /// # Errors
+    /// See [`SplitError`].
+    pub(crate) fn end_of_body(&mut self) -> Result<(), SplitError> {
+        match self {
+            ListSplit::Json(s) => s.end_of_body(),
+            #[cfg(feature = "protobuf")]
+            ListSplit::Protobuf(s) => s.push(&[]).map_err(|e| protobuf_error(s, e)),
+        }
+    }
+
     /// True when the batch holds its limit of items.
     pub(crate) fn is_full(&self) -> bool {
         match self {
@@ -263,19 +276,24 @@ mod tests {
         ] {
             let mut split = ListSplit::new(format, 1 << 20, 5);
             let mut sizes = Vec::new();
-            for piece in [&body[..], &[]] {
-                let mut rest = piece;
-                loop {
-                    let n = split.push(rest).unwrap();
-                    rest = &rest[n..];
-                    if split.is_full() {
-                        sizes.push(split.take_batch().unwrap().items);
-                        continue;
-                    }
-                    if rest.is_empty() {
-                        break;
-                    }
+            let mut rest = &body[..];
+            loop {
+                let n = split.push(rest).unwrap();
+                rest = &rest[n..];
+                if split.is_full() {
+                    sizes.push(split.take_batch().unwrap().items);
+                    continue;
                 }
+                if rest.is_empty() {
+                    break;
+                }
+            }
+            loop {
+                split.end_of_body().unwrap();
+                if !split.is_full() {
+                    break;
+                }
+                sizes.push(split.take_batch().unwrap().items);
             }
             sizes.extend(split.take_batch().map(|b| b.items));
             split.finish().unwrap();
