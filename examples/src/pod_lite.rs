@@ -23,8 +23,10 @@ pub struct PodLite {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodLiteSpec {
+    /// The node the pod runs on, once scheduled.
     #[serde(default)]
     pub node_name: Option<String>,
+    /// The containers, name and image only.
     #[serde(default)]
     pub containers: Vec<ContainerLite>,
 }
@@ -32,7 +34,9 @@ pub struct PodLiteSpec {
 /// A container's name and image.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContainerLite {
+    /// The container's name.
     pub name: String,
+    /// The container's image.
     #[serde(default)]
     pub image: Option<String>,
 }
@@ -40,6 +44,7 @@ pub struct ContainerLite {
 /// `PodLite.status`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PodLiteStatus {
+    /// `Pending`, `Running`, `Succeeded`, `Failed` or `Unknown`.
     #[serde(default)]
     pub phase: Option<String>,
 }
