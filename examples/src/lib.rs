@@ -9,7 +9,4 @@
 //!   `kinformer demo`, wired up in one file.
 //! - `projection` (`examples/projection.rs`): a lean typed cache of a projection type.
 //!
-//! The library part holds what the programs share with other crates: [`pod_lite`], the
-//! projection type that the `kinformer-bench` W4P workload measures.
-
-pub mod pod_lite;
+//! The crate is not published: copy what you need.

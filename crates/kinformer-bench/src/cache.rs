@@ -370,7 +370,7 @@ fn w4r() -> Result<Vec<Row>, String> {
 
 // W4P's projection: only what a controller reads of a pod; the type of the `projection`
 // example (crate `kinformer-examples`), shared with it so that the figures it quotes are of this type.
-use kinformer_examples::pod_lite;
+use crate::pod_lite;
 
 use pod_lite::PodLite;
 

@@ -1,5 +1,5 @@
 //! `PodLite`: the slice of a pod a scheduling-aware controller reads, as a typed object the
-//! indexer can cache (the `projection` example, and the W4P workload of `kinformer-bench`).
+//! indexer can cache (the W4P workload, and the `projection` example of `kinformer-examples`).
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
