@@ -19,7 +19,7 @@
 //!    bounded wait [`wait_for_cache_sync_timeout`](cache::SharedInformerFactory::wait_for_cache_sync_timeout),
 //!    whose error names the informers that did not sync and their last list/watch error;
 //! 5. [`run_workers`](controller::run_workers) — N workers that reconcile each key, reading the
-//!    cache through listers; an error retries the key with per-key backoff.
+//!    cache (the indexer, or listers); an error retries the key with per-key backoff.
 //!
 //! [`prelude`] imports all of it (and `CancellationToken`, kube's `Resource` trait) at once.
 //!
@@ -48,11 +48,11 @@
 //!     let cancel = CancellationToken::new();
 //!     factory.start(&cancel);
 //!     factory.wait_for_cache_sync_timeout(Duration::from_secs(30)).await?;
-//!     let lister = pods.lister();
+//!     let cache = pods.get_indexer();
 //!     run_workers(&queue, 2, cancel, move |key: String| {
-//!         let lister = lister.clone();
+//!         let cache = cache.clone();
 //!         async move {
-//!             match lister.get(&key) {
+//!             match cache.get_by_key(&key) {
 //!                 Some(pod) => println!("{key}: {:?}", pod.meta().resource_version),
 //!                 None => println!("{key}: deleted"),
 //!             }

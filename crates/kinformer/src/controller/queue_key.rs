@@ -220,7 +220,7 @@ mod tests {
             QueueKey::of(&Pod::default()).unwrap_err(),
             KeyError::MissingName
         );
-        for bad in ["", "a/b/c", "/a", "a/"] {
+        for bad in ["", "a/b/c", "a/", "/"] {
             assert!(
                 matches!(
                     QueueKey::from_key::<Pod>(bad),
@@ -229,6 +229,13 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_empty_namespace_is_no_namespace_as_in_client_go() {
+        let key = QueueKey::from_key::<Node>("/node-1").unwrap();
+        assert_eq!(key, QueueKey::from_key::<Node>("node-1").unwrap());
+        assert_eq!(key.namespace(), None);
     }
 
     #[test]
