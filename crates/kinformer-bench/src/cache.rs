@@ -368,11 +368,9 @@ fn w4r() -> Result<Vec<Row>, String> {
     ])
 }
 
-/// W4P's projection: only what a controller reads of a pod; the type of the kinformer
-/// example `projection`, shared with it so that the figures it quotes are of this type.
-#[allow(dead_code)] // the fields a controller would read; only their memory is measured here
-#[path = "../../kinformer/examples/projection/pod_lite.rs"]
-mod pod_lite;
+// W4P's projection: only what a controller reads of a pod; the type of the `projection`
+// example (crate `kinformer-examples`), shared with it so that the figures it quotes are of this type.
+use crate::pod_lite;
 
 use pod_lite::PodLite;
 

@@ -18,6 +18,7 @@ mod e1;
 mod group;
 mod informer;
 mod plot;
+pub mod pod_lite;
 mod realistic;
 pub mod runner;
 mod sharding;

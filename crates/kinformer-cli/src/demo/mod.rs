@@ -16,9 +16,8 @@
 mod backend;
 mod chaos;
 pub mod connect;
-// Shared with the `replicaset_controller` example, which uses a different subset of it.
-#[allow(dead_code, unused_imports)]
-pub mod controller;
+// The controller lives in the crate's library, shared with the `replicaset_controller` example.
+pub use kinformer_cli::controller;
 mod kubelet;
 mod metrics;
 mod progress;

@@ -28,6 +28,7 @@ pub(crate) mod sync;
 #[cfg(test)]
 mod test_util;
 #[cfg(any(test, feature = "testing"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
 pub use controller::process_deltas;

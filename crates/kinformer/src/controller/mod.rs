@@ -10,10 +10,14 @@
 //!                                                 └─ Err → add_rate_limited (per-key backoff)
 //! ```
 //!
+//! A queue of one kind holds plain `String` keys; one that holds several kinds holds
+//! [`QueueKey`]s (kind and `namespace/name`).
+//!
 //! `kinformer demo`'s ReplicaSet controller is written with these pieces.
 
 mod expectations;
 mod owner;
+mod queue_key;
 mod runner;
 
 pub use expectations::ControllerExpectations;
@@ -21,4 +25,5 @@ pub use owner::{
     CONTROLLER_KEY_INDEX, CONTROLLER_UID_INDEX, controller_key_index_func, controller_of,
     controller_uid_index_func, controlling_owner_key,
 };
+pub use queue_key::QueueKey;
 pub use runner::{Action, run_workers};

@@ -72,9 +72,12 @@ impl From<::kube::Client> for KubeClient {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
 impl SharedInformerFactory<KubeClient> {
     /// A factory whose informers list and watch through `client` ([`KubeListerWatcher`]).
     ///
+    /// Runs against the embedded API server, `kinformer_apiserver::ApiServer` (the
+    /// `kinformer-apiserver` crate, a dev-dependency); a cluster's client works the same way.
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// use k8s_openapi::api::core::v1::{ConfigMap, Pod};

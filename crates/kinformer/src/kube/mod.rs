@@ -87,6 +87,7 @@ pub use writes::{create, create_with, replace, replace_with};
 
 pub use decode::{decode_list, decode_watch_line};
 #[cfg(feature = "protobuf")]
+#[cfg_attr(docsrs, doc(cfg(feature = "protobuf")))]
 pub use protobuf::decode_list as decode_protobuf_list;
 
 use std::fmt;

@@ -85,6 +85,7 @@ mod observation;
 mod record;
 mod state;
 #[cfg(any(test, feature = "testing"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 #[cfg(test)]
 mod tests;
@@ -96,6 +97,7 @@ pub use config::{
 pub use elector::LeaderElector;
 pub use error::LeaderElectionError;
 #[cfg(feature = "kube")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
 pub use lease_lock::LeaseLock;
 #[cfg(feature = "kube")]
 pub(crate) use lease_lock::record_from_spec;

@@ -84,6 +84,7 @@ mod sharder;
 #[cfg(feature = "kube")]
 mod table;
 #[cfg(any(test, feature = "testing"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 #[cfg(test)]
 mod tests;
@@ -96,12 +97,16 @@ pub use handover::{
     DRAIN_ANNOTATION, DRAINED_ANNOTATION, SHARD_LABEL, ShardAction, ShardState, decide,
 };
 #[cfg(feature = "kube")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
 pub use labelled::{Claim, DrainingHandler, ShardReplica, shard_selector};
 #[cfg(feature = "kube")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
 pub use lease_members::LeaseMembers;
 pub use leases::{MemberLease, MemberLeases};
 pub use membership::{MemberView, Membership};
 #[cfg(feature = "kube")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
 pub use resource::ShardedResource;
 #[cfg(feature = "kube")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
 pub use sharder::{Sharder, SharderStats};

@@ -55,6 +55,7 @@ pub use metrics::{
 };
 pub use parallelize::parallelize_until;
 #[cfg(feature = "prometheus")]
+#[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub use prometheus::PrometheusMetricsProvider;
 pub use queue::{Queue, QueueConfig};
 pub use rate_limiter::{

@@ -92,6 +92,8 @@ struct FactoryState {
 /// The defaults (namespace, resync period, selectors — client-go's `WithNamespace`,
 /// `defaultResync`, `WithTweakListOptions`) apply to every informer the factory creates.
 ///
+/// The source is the in-memory `FakeListerWatcher` of the `testing` feature
+/// (`kinformer::cache::testing`).
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap().block_on(async {
 /// use k8s_openapi::api::core::v1::ConfigMap;

@@ -7,6 +7,8 @@ use crate::cache::reflector::ReflectorMetrics;
 /// Each handler's buffer depth is on its registration
 /// ([`ResourceEventHandlerRegistration::pending`](crate::cache::ResourceEventHandlerRegistration::pending)).
 ///
+/// Runs against the embedded API server, `kinformer_apiserver::ApiServer` (the
+/// `kinformer-apiserver` crate, a dev-dependency); a cluster's client works the same way.
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kinformer::cache::{InformerOptions, SharedIndexInformer};

@@ -102,7 +102,8 @@ struct Inner<K> {
 ///   only to handlers whose resync period is due.
 ///
 /// # Example
-/// Against the embedded API server (any cluster works the same way):
+/// Against the embedded API server, `kinformer_apiserver::ApiServer` (the `kinformer-apiserver`
+/// crate, a dev-dependency); a cluster's client works the same way:
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use std::sync::Arc;
@@ -303,6 +304,8 @@ where
     /// [`add_event_handler_with_resync`](Self::add_event_handler_with_resync)) and whether it
     /// is [`nonblocking`](HandlerOptions::nonblocking), to be called on the watch task.
     ///
+    /// Runs against the embedded API server, `kinformer_apiserver::ApiServer` (the
+    /// `kinformer-apiserver` crate, a dev-dependency); a cluster's client works the same way.
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// use std::sync::Arc;

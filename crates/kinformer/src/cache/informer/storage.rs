@@ -67,6 +67,7 @@ impl<K> Storage<K> {
 
     /// The compact options, for compact storage. Needs the `compact` feature.
     #[cfg(feature = "compact")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "compact")))]
     pub fn compact_options(&self) -> Option<&CompactOptions> {
         match &self.kind {
             Kind::Compact(o, _) => Some(o),
@@ -92,6 +93,7 @@ impl<K: Resource> Storage<K> {
 }
 
 #[cfg(feature = "compact")]
+#[cfg_attr(docsrs, doc(cfg(feature = "compact")))]
 impl<K: Resource + Serialize + DeserializeOwned + 'static> Storage<K> {
     /// Objects kept encoded and compressed ([`Indexer::compact`]). Needs the `compact`
     /// feature (on by default).

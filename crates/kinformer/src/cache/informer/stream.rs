@@ -24,6 +24,8 @@ use crate::cache::sync::HasSynced;
 ///
 /// The stream ends when the informer stops. Dropping it unregisters it.
 ///
+/// Runs against the embedded API server, `kinformer_apiserver::ApiServer` (the
+/// `kinformer-apiserver` crate, a dev-dependency); a cluster's client works the same way.
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use futures::StreamExt;

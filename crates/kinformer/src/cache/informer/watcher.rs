@@ -28,6 +28,7 @@ struct State<K: Resource + Send + Sync + 'static> {
     stash: Option<Notification<K>>,
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "kube-runtime")))]
 impl<K: Resource + Clone + Send + Sync + 'static> SharedIndexInformer<K> {
     /// The informer's notifications as kube-runtime's watcher events: `Init`, an `InitApply`
     /// per object of the cache, `InitDone` once this stream has received all of them (the

@@ -40,6 +40,8 @@ pub struct PagedList<K> {
 
 /// Fetches a whole list page by page.
 ///
+/// Runs against the embedded API server, `kinformer_apiserver::ApiServer` (the
+/// `kinformer-apiserver` crate, a dev-dependency); a cluster's client works the same way.
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use k8s_openapi::api::core::v1::ConfigMap;

@@ -171,7 +171,8 @@ impl BackoffManager for FixedBackoff {
 ///   handler) and retried.
 ///
 /// # Example
-/// A reflector over the embedded API server, writing the names it sees into a channel:
+/// A reflector over the embedded API server, `kinformer_apiserver::ApiServer` (the
+/// `kinformer-apiserver` crate, a dev-dependency), writing the names it sees into a channel:
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use std::sync::Arc;

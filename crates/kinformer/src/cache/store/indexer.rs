@@ -153,6 +153,7 @@ impl<K: Resource> Default for Indexer<K> {
 }
 
 #[cfg(feature = "compact")]
+#[cfg_attr(docsrs, doc(cfg(feature = "compact")))]
 impl<K: Resource + Serialize + DeserializeOwned + 'static> Indexer<K> {
     /// An empty indexer with compact storage: objects are kept encoded (see
     /// [`CompactOptions`]) and decoded on every read, in exchange for a fraction of the memory
@@ -193,6 +194,7 @@ impl<K: Resource + Serialize + DeserializeOwned + 'static> Indexer<K> {
 }
 
 #[cfg(feature = "compact")]
+#[cfg_attr(docsrs, doc(cfg(feature = "compact")))]
 impl<K> Indexer<K> {
     /// Compact storage: the size of the zstd dictionary in use, if one exists yet (`None` for
     /// typed storage). Needs the `compact` feature.

@@ -36,6 +36,7 @@ mod value_ids;
 #[cfg(feature = "compact")]
 pub(crate) use compact::{Blob, HotObjects, ObjectCodec, TypedCodec};
 #[cfg(feature = "compact")]
+#[cfg_attr(docsrs, doc(cfg(feature = "compact")))]
 pub use compact::{CompactOptions, Format};
 pub use error::{CodecError, IndexerError};
 pub use expiration_cache::{ExpirationCache, ExpirationPolicy, TimestampedEntry, TtlPolicy};

@@ -85,6 +85,7 @@ struct Inner<K> {
 ///
 /// Cheap to clone; clones share the same state.
 ///
+/// Needs the `testing` feature.
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use futures::StreamExt;

@@ -286,6 +286,7 @@ impl<K> Lazy<K> {
     /// malformed. (An unknown kind of a built-in group fails when [`object`](Self::object)
     /// decodes it.)
     #[cfg(feature = "protobuf")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "protobuf")))]
     pub fn from_protobuf(bytes: impl Into<Vec<u8>>) -> Result<Self, kinformer_protobuf::Error> {
         let bytes = bytes.into().into_boxed_slice();
         let meta = meta::from_protobuf(kinformer_protobuf::object_meta(&bytes)?);

@@ -1,5 +1,5 @@
 //! `PodLite`: the slice of a pod a scheduling-aware controller reads, as a typed object the
-//! indexer can cache (the `projection` example, and the W4P workload of `kinformer-bench`).
+//! indexer can cache (the W4P workload, and the `projection` example of `kinformer-examples`).
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -23,8 +23,10 @@ pub struct PodLite {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodLiteSpec {
+    /// The node the pod runs on, once scheduled.
     #[serde(default)]
     pub node_name: Option<String>,
+    /// The containers, name and image only.
     #[serde(default)]
     pub containers: Vec<ContainerLite>,
 }
@@ -32,7 +34,9 @@ pub struct PodLiteSpec {
 /// A container's name and image.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContainerLite {
+    /// The container's name.
     pub name: String,
+    /// The container's image.
     #[serde(default)]
     pub image: Option<String>,
 }
@@ -40,6 +44,7 @@ pub struct ContainerLite {
 /// `PodLite.status`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PodLiteStatus {
+    /// `Pending`, `Running`, `Succeeded`, `Failed` or `Unknown`.
     #[serde(default)]
     pub phase: Option<String>,
 }

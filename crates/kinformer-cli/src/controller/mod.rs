@@ -11,10 +11,10 @@
 //! - **A rate-limited work queue and N workers**: a failed sync (conflict, server error) goes
 //!   back through `add_rate_limited`; a successful one calls `forget`.
 //! - **Listers**: a sync reads the ReplicaSet and its pods from the caches, never from the
-//!   server, and writes only what differs ([`plan`](plan::plan) decides, as a pure function).
+//!   server, and writes only what differs ([`plan()`] decides, as a pure function).
 //!
-//! The same file is the `replicaset_controller` example of the `kinformer` crate and the
-//! controller of `kinformer demo`.
+//! This module is the controller of `kinformer demo` and of the `replicaset_controller` example
+//! (crate `kinformer-examples`).
 
 mod plan;
 mod template;
@@ -26,7 +26,6 @@ use std::time::Duration;
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
-use kinformer::cache::store::{IndexFunc, IndexFuncError};
 use kinformer::cache::{
     DeletedObject, HandlerOptions, HasSynced, InformerError, ResourceEventHandler,
     SharedIndexInformer, SharedInformerFactory, meta_namespace_key, split_key, wait_for_cache_sync,

@@ -1,13 +1,10 @@
 //! Runs every file of the fuzz corpora (`fuzz/corpus/<target>/`) through the fuzz targets'
-//! bodies (`fuzz/src/lib.rs`), so that the targets keep compiling and the corpora keep
-//! passing in the default test suite, without nightly or libFuzzer.
+//! bodies (this crate), so that the targets keep compiling and the corpora keep passing in the
+//! default test suite, without nightly or libFuzzer.
 
-#![cfg(feature = "kube")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] functions
 
-#[path = "../../../fuzz/src/lib.rs"]
-#[allow(missing_docs)]
-mod targets;
+use kinformer_fuzz_bodies as targets;
 
 use std::path::PathBuf;
 

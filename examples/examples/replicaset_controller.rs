@@ -2,17 +2,17 @@
 //! an owner index, listers, a rate-limited work queue and several workers.
 //!
 //! ```text
-//! cargo run -p kinformer --example replicaset_controller                 # embedded server
-//! cargo run -p kinformer --example replicaset_controller -- URL          # e.g. kinformer serve
-//! cargo run -p kinformer --example replicaset_controller -- --kubeconfig # $KUBECONFIG / ~/.kube/config
+//! cargo run -p kinformer-examples --example replicaset_controller                 # embedded server
+//! cargo run -p kinformer-examples --example replicaset_controller -- URL          # e.g. kinformer serve
+//! cargo run -p kinformer-examples --example replicaset_controller -- --kubeconfig # $KUBECONFIG / ~/.kube/config
 //! ```
 //!
 //! Without an argument it starts the embedded API server, creates three ReplicaSets, runs the
 //! controller until each has its pods, scales one down, waits again and exits. With a server
 //! it runs until Ctrl-C.
 //!
-//! The controller itself lives in `crates/kinformer-cli/src/demo/controller/` (one copy,
-//! shared with `kinformer demo`). The wiring is all here:
+//! The controller itself is `kinformer_cli::controller` (`crates/kinformer-cli/src/controller/`,
+//! one copy, shared with `kinformer demo`). The wiring is all here:
 //!
 //! 1. a `kube::Client` with `default_retry = false` (retries belong to the work queue);
 //! 2. one `SharedInformerFactory` over that client;
@@ -21,22 +21,20 @@
 //! 4. `factory.start(&cancel)`, then `controller.run(workers, cancel)`: it waits for the
 //!    caches to sync and starts the workers.
 
-#[allow(dead_code, unused_imports)]
-#[path = "../../kinformer-cli/src/demo/controller/mod.rs"]
-mod controller;
-
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::store::CompactOptions;
 use kinformer::cache::{SharedInformerFactory, Storage};
+use kinformer::prelude::CancellationToken;
 use kinformer::workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
-use tokio_util::sync::CancellationToken;
 
-use controller::{CONTROLLER_UID_INDEX, ReplicaSetController, desired_replicas, replicaset};
+use kinformer_cli::controller::{
+    self, CONTROLLER_UID_INDEX, ReplicaSetController, desired_replicas, replicaset,
+};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 

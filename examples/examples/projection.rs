@@ -10,10 +10,8 @@
 //! ≈ 6,320; a projection like this one ≈ 1,230 (most of it the `ObjectMeta`);
 //! `PartialObjectMeta<Pod>` (metadata only) ≈ 1,130; a compact indexer of full pods ≈ 254.
 //!
-//! The projection is in `pod_lite.rs` (the `kinformer-bench` W4P workload measures the same
-//! type). Run: `cargo run -p kinformer --example projection`.
-
-mod pod_lite;
+//! The projection is `kinformer_bench::pod_lite::PodLite`: the type the `kinformer-bench` W4P
+//! workload measures. Run: `cargo run -p kinformer-examples --example projection`.
 
 use std::sync::Arc;
 
@@ -21,7 +19,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::store::{Indexer, NAMESPACE_INDEX, namespace_index_func};
 use kinformer::cache::{Lister, Selector};
 
-use pod_lite::PodLite;
+use kinformer_bench::pod_lite::PodLite;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let served = r#"{
