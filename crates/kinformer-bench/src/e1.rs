@@ -12,7 +12,8 @@
 //! E1W, E1CW, E1RW (E1, E1C, E1R against a server that answers the first list, at
 //! resourceVersion "0", in one response as a real API server's watch cache does; E1CW then
 //! ends the watch with 410 Gone and reports `rss_before_relist_mib` and `relist_peak_mib`, the
-//! peak RSS while the relist that follows runs).
+//! peak RSS while the relist that follows runs), and E1W-cli (`kinformer watch pods --store
+//! compact -o json` against E1CW's server: time to its `synced:` line and its peak RSS).
 //!
 //! # The server process
 //!
@@ -149,6 +150,7 @@ pub(crate) const GROUP: Group = Group {
         "E1W",
         "E1CW",
         "E1RW",
+        "E1W-cli",
     ],
     run,
 };
@@ -217,6 +219,7 @@ fn run(workload: &str) -> Result<Metrics, BenchError> {
             "E1RW",
             e1(Peer::KinformerLean(Wire::Json), true, Lists::WatchCache),
         ),
+        "E1W-cli" => block_on("E1W-cli", e1w_cli()),
         "L0" => block_on("L0", l0(JsonDecoder::SerdeJson)),
         "L0-fast" => block_on("L0-fast", l0(JsonDecoder::SonicRs)),
         "L0P" => block_on("L0P", l0p(ProtobufDecode::Library)),
@@ -861,6 +864,61 @@ async fn e1(peer: Peer, realistic: bool, lists: Lists) -> Result<Metrics, String
         metrics.push(("dictionaries".into(), dictionaries));
     }
     Ok(metrics)
+}
+
+/// E1W-cli: `kinformer watch pods --store compact -o json` (the CLI binary beside this one,
+/// output discarded) against E1CW's server; the time from starting the command to its
+/// `synced:` line on stderr (process start and discovery included), and its peak RSS then.
+async fn e1w_cli() -> Result<Metrics, String> {
+    let server = ServerProcess::spawn_with(PODS, false, Encode::JsonAndProtobuf, true)?;
+    let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
+    let cli = exe
+        .parent()
+        .map(|dir| dir.join(format!("kinformer{}", std::env::consts::EXE_SUFFIX)))
+        .filter(|p| p.is_file())
+        .ok_or("no kinformer binary beside kinformer-bench: build it with `cargo build --release -p kinformer-cli`")?;
+    let started = Instant::now();
+    let mut child = Command::new(cli)
+        .args(["watch", "pods", "--store", "compact", "-o", "json"])
+        .args(["--summary-secs", "0", "--server", &server.url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawning kinformer watch: {e}"))?;
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let pid = child.id();
+    let synced = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stderr).lines();
+        loop {
+            match lines.next() {
+                Some(Ok(line)) if line.starts_with("synced:") => return Ok(started.elapsed()),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(format!("reading kinformer watch: {e}")),
+                None => return Err("kinformer watch ended before it synced".to_string()),
+            }
+        }
+    });
+    let synced = tokio::time::timeout(Duration::from_secs(300), synced)
+        .await
+        .map_err(|_| "kinformer watch did not sync within 300 s")?
+        .map_err(|e| e.to_string())??;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| format!("reading the status of kinformer watch: {e}"))?;
+    let peak = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kib| kib.parse::<f64>().ok())
+        .map(|kib| kib / 1024.0)
+        .ok_or("no VmHWM for kinformer watch")?;
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(server);
+    Ok(vec![
+        ("synced_ms".into(), synced.as_secs_f64() * 1e3),
+        ("peak_rss_mib".into(), peak),
+    ])
 }
 
 /// Has the server end the informer's watch with 410 Gone and waits until the relist that
