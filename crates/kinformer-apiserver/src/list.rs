@@ -190,6 +190,54 @@ pub async fn list_objects(
     })
 }
 
+/// Lists longer than this are sent as they are rendered, [`LIST_CHUNK`] objects at a time.
+pub const STREAM_LIST_ABOVE: usize = 2_000;
+
+/// The objects rendered per piece of a list sent as it is rendered.
+pub const LIST_CHUNK: usize = 1_000;
+
+/// The opening of a `<Kind>List` up to its items' `[`.
+fn list_head(def: &ResourceDef, rev: u64, cont: Option<String>) -> String {
+    let mut meta = json!({"resourceVersion": rev.to_string()});
+    if let (Some(c), Some(m)) = (cont, meta.as_object_mut()) {
+        m.insert("continue".into(), json!(c));
+    }
+    let mut head = json!({"kind": format!("{}List", def.kind), "apiVersion": def.api_version(), "metadata": meta}).to_string();
+    head.pop();
+    head.push_str(",\"items\":[");
+    head
+}
+
+/// The bytes of [`render_list`] as pieces rendered when they are asked for: the opening, then
+/// [`LIST_CHUNK`] objects at a time, then the end. As an API server writes a large list, the
+/// first bytes go out before the last object is rendered, and the whole list is never held.
+pub fn render_list_pieces(
+    def: &ResourceDef,
+    rev: u64,
+    items: Vec<Arc<StoredObject>>,
+    cont: Option<String>,
+) -> impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
+    let head = Bytes::from(list_head(def, rev, cont));
+    let chunks = items.len().div_ceil(LIST_CHUNK);
+    let pieces = (0..chunks).map(move |c| {
+        let chunk = &items[c * LIST_CHUNK..((c + 1) * LIST_CHUNK).min(items.len())];
+        let size: usize = chunk.iter().map(|o| o.bytes.len() + 1).sum();
+        let mut b = BytesMut::with_capacity(size);
+        for (i, o) in chunk.iter().enumerate() {
+            if c > 0 || i > 0 {
+                b.put_u8(b',');
+            }
+            b.put_slice(&o.bytes);
+        }
+        Ok(b.freeze())
+    });
+    futures::stream::iter(
+        std::iter::once(Ok(head))
+            .chain(pieces)
+            .chain(std::iter::once(Ok(Bytes::from_static(b"]}")))),
+    )
+}
+
 /// Renders `<Kind>List` bytes from stored objects without re-serializing them.
 pub fn render_list(
     def: &ResourceDef,

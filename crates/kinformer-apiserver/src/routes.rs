@@ -83,24 +83,34 @@ fn object_response(
     }
 }
 
-/// A list in the negotiated format.
+/// A list in the negotiated format. A long JSON list is sent as it is rendered (see
+/// [`list::render_list_pieces`]).
 fn list_response(
     def: &ResourceDef,
     format: Format,
     rev: u64,
-    items: &[Arc<StoredObject>],
+    items: Vec<Arc<StoredObject>>,
     cont: Option<String>,
 ) -> Result<Response, ApiError> {
     if let Format::Protobuf { json_fallback } = format {
-        match media::list_protobuf(def, rev, items, cont.clone()) {
+        match media::list_protobuf(def, rev, &items, cont.clone()) {
             Ok(b) => return Ok(typed_response(StatusCode::OK, b, media::PROTOBUF)),
             Err(e) if json_fallback => tracing::warn!("answering in JSON: {}", e.message),
             Err(e) => return Err(e),
         }
     }
+    if items.len() > list::STREAM_LIST_ABOVE {
+        let pieces = list::render_list_pieces(def, rev, items, cont);
+        let mut r = Body::from_stream(pieces).into_response();
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        return Ok(r);
+    }
     Ok(json_response(
         StatusCode::OK,
-        list::render_list(def, rev, items, cont),
+        list::render_list(def, rev, &items, cont),
     ))
 }
 
@@ -379,7 +389,7 @@ async fn route(st: &AppState, req: Request) -> Result<Response, ApiError> {
                 &target.def,
                 format,
                 page.revision,
-                &page.items,
+                page.items,
                 page.continue_token,
             )
         }
@@ -480,7 +490,7 @@ async fn write(
                     Err(e) => return Err(e),
                 }
             }
-            list_response(&target.def, format, s.revision(), &deleted, None)
+            list_response(&target.def, format, s.revision(), deleted, None)
         }
         _ => Err(ApiError::method_not_allowed()),
     }

@@ -300,7 +300,7 @@ impl ServerProcess {
     }
 
     /// [`spawn`](Self::spawn), answering lists at resourceVersion "0" in one response if
-    /// `watch_cache`.
+    /// `watch_cache`, as a Kubernetes 1.26 API server does (which also refuses watch-lists).
     fn spawn_with(
         pods: usize,
         realistic: bool,
@@ -311,6 +311,7 @@ impl ServerProcess {
         let mut args = vec!["server".to_string(), "--pods".into(), pods.to_string()];
         if watch_cache {
             args.push("--watch-cache-lists".into());
+            args.push("--no-watch-list".into());
         }
         if realistic {
             args.push("--realistic".into());
@@ -395,11 +396,17 @@ impl Drop for ServerProcess {
 
 /// `kinformer-bench server`: the server side of the E1 and L0 workloads (see the module
 /// documentation). Returns the process exit code.
-pub fn serve_for_bench(pods: usize, realistic: bool, protobuf: bool, watch_cache: bool) -> i32 {
+pub fn serve_for_bench(
+    pods: usize,
+    realistic: bool,
+    protobuf: bool,
+    watch_cache: bool,
+    no_watch_list: bool,
+) -> i32 {
     exit_code(
         tokio::runtime::Builder::new_multi_thread(),
         "bench server",
-        bench_server(pods, realistic, protobuf, watch_cache),
+        bench_server(pods, realistic, protobuf, watch_cache, no_watch_list),
     )
 }
 
@@ -462,8 +469,11 @@ async fn bench_server(
     realistic: bool,
     protobuf: bool,
     watch_cache: bool,
+    no_watch_list: bool,
 ) -> Result<(), String> {
-    let mut config = ServerConfig::default().with_watch_cache_lists(watch_cache);
+    let mut config = ServerConfig::default()
+        .with_watch_cache_lists(watch_cache)
+        .with_no_watch_list(no_watch_list);
     // Room for every update in the history, so that a lagging watch is never expired.
     config.store.max_events = 3 * pods.max(1);
     // With `--protobuf` (every bench-pod E1 row) objects are encoded in protobuf at the write,
@@ -867,7 +877,8 @@ async fn e1(peer: Peer, realistic: bool, lists: Lists) -> Result<Metrics, String
 }
 
 /// E1W-cli: `kinformer watch pods --store compact -o json` (the CLI binary beside this one,
-/// output discarded) against E1CW's server; the time from starting the command to its
+/// output discarded) against E1CW's server (which, as a Kubernetes 1.26 server, refuses the
+/// CLI's watch-list request: the CLI lists); the time from starting the command to its
 /// `synced:` line on stderr (process start and discovery included), and its peak RSS then.
 async fn e1w_cli() -> Result<Metrics, String> {
     let server = ServerProcess::spawn_with(PODS, false, Encode::JsonAndProtobuf, true)?;

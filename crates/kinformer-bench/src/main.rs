@@ -51,6 +51,9 @@ enum Command {
         /// Answer lists at resourceVersion "0" in one response, as a watch cache does.
         #[arg(long)]
         watch_cache_lists: bool,
+        /// Refuse watch-list requests, as Kubernetes 1.26–1.31 do.
+        #[arg(long)]
+        no_watch_list: bool,
     },
     /// Draw the chart of `--plot` from runs saved with `--json` (files may be combined).
     Plot {
@@ -83,6 +86,7 @@ fn main() {
                 realistic,
                 protobuf,
                 watch_cache_lists,
+                no_watch_list,
             }),
             _,
         ) => std::process::exit(serve_for_bench(
@@ -90,6 +94,7 @@ fn main() {
             realistic,
             protobuf,
             watch_cache_lists,
+            no_watch_list,
         )),
         (Some(Command::Plot { files, out }), _) => exit_on_error(plot_saved(&files, &out)),
         (Some(Command::ShardReplica { url, identity }), _) => {

@@ -4,8 +4,11 @@
 //!
 //! The informer is lean: objects are `Lazy<DynamicObject>`s, their metadata parsed and their
 //! bodies kept as they arrived (protobuf for built-in kinds by default, JSON otherwise), so the
-//! cache and the events waiting to be printed hold bytes, not decoded trees. Text output reads
-//! the metadata only; JSON output writes a JSON body as it arrived and converts a protobuf body
+//! cache holds bytes, not decoded trees. Events wait to be printed as keys: an added or
+//! modified object is read from the cache when its line is printed (so after a burst of
+//! changes to one object, its lines show its state at printing time; one deleted meanwhile
+//! prints only its deletion), a deleted one is kept with its event. Text output reads the
+//! metadata only; JSON output writes a JSON body as it arrived and converts a protobuf body
 //! when it prints it.
 
 use std::sync::Arc;
@@ -17,7 +20,8 @@ use kinformer::cache::store::{
     IndexFunc, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };
 use kinformer::cache::{
-    DeletedObject, HandlerOptions, Lazy, ResourceEventHandler, SharedInformerFactory,
+    DeletedObject, HandlerOptions, Lazy, ObjectKey, ReadOnlyIndexer, ResourceEventHandler,
+    SharedInformerFactory, meta_namespace_key,
 };
 use kinformer::kube::Wire;
 use kube::core::{ApiResource, DynamicObject};
@@ -149,9 +153,11 @@ fn parse_index(spec: &str) -> Result<(String, IndexFunc<Object>), WatchError> {
     }
 }
 
+/// An event waiting to be printed: a key (the object is read from the cache when printed),
+/// or a deleted object.
 enum Event {
-    Added(Arc<Object>, bool),
-    Modified(Arc<Object>),
+    Added(ObjectKey, bool),
+    Modified(ObjectKey),
     Deleted(Arc<Object>, bool),
 }
 
@@ -159,10 +165,14 @@ struct Forward(mpsc::UnboundedSender<Event>);
 
 impl ResourceEventHandler<Object> for Forward {
     fn on_add(&self, obj: &Arc<Object>, initial: bool) {
-        let _ = self.0.send(Event::Added(obj.clone(), initial));
+        if let Ok(key) = meta_namespace_key(obj.as_ref()) {
+            let _ = self.0.send(Event::Added(key, initial));
+        }
     }
     fn on_update(&self, _old: &Arc<Object>, new: &Arc<Object>) {
-        let _ = self.0.send(Event::Modified(new.clone()));
+        if let Ok(key) = meta_namespace_key(new.as_ref()) {
+            let _ = self.0.send(Event::Modified(key));
+        }
     }
     fn on_delete(&self, obj: &DeletedObject<Object>) {
         let _ = self
@@ -171,17 +181,25 @@ impl ResourceEventHandler<Object> for Forward {
     }
 }
 
-/// Writes one event to stdout. An error (a closed pipe: `kinformer watch ... | head -1`) ends
-/// the watch; a body that does not convert to JSON is reported on stderr and skipped.
-fn print(event: &Event, output: Output) -> std::io::Result<()> {
+/// Writes one event to stdout, reading an added or modified object from `cache` (nothing is
+/// printed for one deleted since: its deletion follows). An error (a closed pipe: `kinformer
+/// watch ... | head -1`) ends the watch; a body that does not convert to JSON is reported on
+/// stderr and skipped.
+fn print(event: &Event, cache: &ReadOnlyIndexer<Object>, output: Output) -> std::io::Result<()> {
     use kube::Resource;
     use std::io::Write;
+    let read = |key: &ObjectKey| cache.get_by_key(key.as_str());
     let (kind, obj, note) = match event {
-        Event::Added(o, true) => ("ADDED", o, " (initial list)"),
-        Event::Added(o, false) => ("ADDED", o, ""),
-        Event::Modified(o) => ("MODIFIED", o, ""),
-        Event::Deleted(o, true) => ("DELETED", o, " (missed; last known state)"),
-        Event::Deleted(o, false) => ("DELETED", o, ""),
+        Event::Added(key, initial) => match read(key) {
+            Some(o) => ("ADDED", o, if *initial { " (initial list)" } else { "" }),
+            None => return Ok(()),
+        },
+        Event::Modified(key) => match read(key) {
+            Some(o) => ("MODIFIED", o, ""),
+            None => return Ok(()),
+        },
+        Event::Deleted(o, true) => ("DELETED", Arc::clone(o), " (missed; last known state)"),
+        Event::Deleted(o, false) => ("DELETED", Arc::clone(o), ""),
     };
     let m = obj.meta();
     let mut out = std::io::stdout().lock();
@@ -297,13 +315,14 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
     let period = Duration::from_secs(args.summary_secs.max(1));
     let mut summary = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     let mut events = 0u64;
+    let cache = informer.get_indexer();
     loop {
         tokio::select! {
             () = cancel.cancelled() => break,
             e = rx.recv() => match e {
                 Some(e) => {
                     events += 1;
-                    if let Err(e) = print(&e, args.output) {
+                    if let Err(e) = print(&e, &cache, args.output) {
                         if e.kind() != std::io::ErrorKind::BrokenPipe {
                             eprintln!("error: cannot write to stdout: {e}");
                         }

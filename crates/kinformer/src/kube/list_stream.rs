@@ -43,7 +43,7 @@ pub(crate) struct Streamed {
 const BATCH_ITEMS: usize = 500;
 
 /// …or this many bytes.
-const BATCH_BYTES: usize = 2 << 20;
+const BATCH_BYTES: usize = 512 << 10;
 
 /// How many batches the reading task runs ahead of their decoding.
 const BATCHES_AHEAD: usize = 2;
