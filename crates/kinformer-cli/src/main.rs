@@ -10,7 +10,7 @@ mod watch;
 use clap::{Parser, Subcommand};
 
 /// jemalloc: an informer's writer allocates each new object while the old one is freed on
-/// another thread (see the README's "Allocator"); glibc's allocator makes the writer pay for
+/// another thread (see "Allocator" in docs/benchmarks.md); glibc's allocator makes the writer pay for
 /// those frees, jemalloc does not.
 #[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
