@@ -29,7 +29,6 @@ use kinformer::cache::{
     SharedInformerFactory, Storage,
 };
 use kinformer::kube::KubeListerWatcher;
-use kinformer::wait::{BackoffManager, ExponentialBackoffManager};
 use kinformer_apiserver::{ApiServer, Fault, ServerConfig, TestServer, seed_bench_pods};
 use kube::{Api, Client};
 use kube_core::Resource;
@@ -37,50 +36,20 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use support::{Seen, Tracker, cache_pods, diff, server_pods, small_pod, wait_converged};
+use support::{
+    Seen, Tracker, cache_pods, diff, server_pods, short_backoff, small_pod, spawn_informer, stop,
+    wait_converged,
+};
 use tokio::time::{Instant, timeout};
 use tokio_util::sync::CancellationToken;
 
 /// Failure guard for one convergence (never reached when things work).
 const CONVERGE_LIMIT: Duration = Duration::from_secs(15);
 
-fn short_backoff() -> Box<dyn BackoffManager> {
-    Box::new(
-        ExponentialBackoffManager::new(
-            Duration::from_millis(5),
-            Duration::from_millis(40),
-            Duration::from_secs(120),
-            2.0,
-            0.5,
-        )
-        .unwrap(),
-    )
-}
-
 async fn start_server() -> ApiServer {
     TestServer::start_with(ServerConfig::for_tests())
         .await
         .unwrap()
-}
-
-/// Runs `informer` on a task; returns the token that stops it and the task.
-fn spawn_informer<K: Resource + Send + Sync + 'static>(
-    informer: &SharedIndexInformer<K>,
-) -> (CancellationToken, tokio::task::JoinHandle<()>) {
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (informer, cancel) = (informer.clone(), cancel.clone());
-        async move { informer.run(cancel).await.unwrap() }
-    });
-    (cancel, task)
-}
-
-async fn stop(cancel: CancellationToken, task: tokio::task::JoinHandle<()>) {
-    cancel.cancel();
-    timeout(Duration::from_secs(10), task)
-        .await
-        .expect("informer stops")
-        .unwrap();
 }
 
 /// A lister-watcher with a short request timeout: a request the HTTP client loses when the

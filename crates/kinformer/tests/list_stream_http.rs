@@ -19,13 +19,14 @@ use kinformer::cache::listwatch::{ListOptions, ListPager, Page};
 use kinformer::cache::store::CompactOptions;
 use kinformer::cache::{HasSynced, InformerOptions, Lazy, SharedIndexInformer, Storage};
 use kinformer::kube::{KubeListerWatcher, Wire};
-use kinformer::wait::{BackoffManager, ExponentialBackoffManager};
 use kinformer_apiserver::{ApiServer, Fault, FaultRule, ServerConfig, TestServer, seed_bench_pods};
 use kube::{Api, Client};
 use kube_core::Resource;
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
-use support::{Tracker, cache_pods, server_pods, wait_converged};
+use support::{
+    Tracker, cache_pods, server_pods, short_backoff, spawn_informer, stop, wait_converged,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::timeout;
@@ -38,44 +39,12 @@ const PODS: usize = 10_000;
 /// the bench pods' list; the scripted server's bodies stream at the default).
 const STREAM_ABOVE: usize = 256 << 10;
 
-fn short_backoff() -> Box<dyn BackoffManager> {
-    Box::new(
-        ExponentialBackoffManager::new(
-            Duration::from_millis(5),
-            Duration::from_millis(40),
-            Duration::from_secs(120),
-            2.0,
-            0.5,
-        )
-        .unwrap(),
-    )
-}
-
 async fn watch_cache_server() -> ApiServer {
     let server = TestServer::start_with(ServerConfig::for_tests().with_watch_cache_lists(true))
         .await
         .unwrap();
     seed_bench_pods(server.store(), PODS).unwrap();
     server
-}
-
-fn spawn_informer<K: Resource + Send + Sync + 'static>(
-    informer: &SharedIndexInformer<K>,
-) -> (CancellationToken, tokio::task::JoinHandle<()>) {
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (informer, cancel) = (informer.clone(), cancel.clone());
-        async move { informer.run(cancel).await.unwrap() }
-    });
-    (cancel, task)
-}
-
-async fn stop(cancel: CancellationToken, task: tokio::task::JoinHandle<()>) {
-    cancel.cancel();
-    timeout(Duration::from_secs(10), task)
-        .await
-        .expect("informer stops")
-        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,13 +7,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kinformer::cache::{DeletedObject, ReadOnlyIndexer, ResourceEventHandler, meta_namespace_key};
+use kinformer::cache::{
+    DeletedObject, ReadOnlyIndexer, ResourceEventHandler, SharedIndexInformer, meta_namespace_key,
+};
+use kinformer::wait::{BackoffManager, ExponentialBackoffManager};
 use kinformer_apiserver::ApiServer;
 use kube_core::Resource;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 /// `namespace/name → resourceVersion`.
 pub type KeyVersions = BTreeMap<String, u64>;
@@ -263,4 +267,39 @@ pub fn small_pod(namespace: &str, name: &str, generation: u64) -> Value {
         },
         "spec": {"containers": [{"name": "c", "image": "registry.example/c:1"}]}
     })
+}
+
+/// client-go's backoff shortened for tests: 5 ms doubling to 40 ms.
+pub fn short_backoff() -> Box<dyn BackoffManager> {
+    Box::new(
+        ExponentialBackoffManager::new(
+            Duration::from_millis(5),
+            Duration::from_millis(40),
+            Duration::from_secs(120),
+            2.0,
+            0.5,
+        )
+        .unwrap(),
+    )
+}
+
+/// Runs `informer` on a task; returns the token that stops it and the task.
+pub fn spawn_informer<K: Resource + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, cancel) = (informer.clone(), cancel.clone());
+        async move { informer.run(cancel).await.unwrap() }
+    });
+    (cancel, task)
+}
+
+/// Stops an informer [`spawn_informer`] started and waits for it.
+pub async fn stop(cancel: CancellationToken, task: tokio::task::JoinHandle<()>) {
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("informer stops")
+        .unwrap();
 }

@@ -207,7 +207,10 @@ impl<D> FifoCore<D> {
         if s.closed || (s.populated && !self.paged_relists) {
             return false;
         }
-        let seen = (!fresh(&s.data)).then(FastSet::default);
+        // Items of an earlier, failed list still being processed are not in the consumer's
+        // store yet: the replace is not fresh then.
+        let fresh = fresh(&s.data) && s.initial_in_flight == 0;
+        let seen = (!fresh).then(FastSet::default);
         s.paged = Some(PagedReplace { seen });
         true
     }
