@@ -914,15 +914,7 @@ async fn e1w_cli() -> Result<Metrics, String> {
         .await
         .map_err(|_| "kinformer watch did not sync within 300 s")?
         .map_err(|e| e.to_string())??;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .map_err(|e| format!("reading the status of kinformer watch: {e}"))?;
-    let peak = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kib| kib.parse::<f64>().ok())
-        .map(|kib| kib / 1024.0)
-        .ok_or("no VmHWM for kinformer watch")?;
+    let peak = status_mib(&format!("/proc/{pid}/status"), "VmHWM:")?;
     let _ = child.kill();
     let _ = child.wait();
     drop(server);
@@ -1225,15 +1217,19 @@ pub(crate) fn peak_rss_mib() -> Result<f64, String> {
 
 /// A size line of /proc/self/status (`VmHWM:`, `VmRSS:`) in MiB.
 fn rss_mib(field: &str) -> Result<f64, String> {
-    let status = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("reading /proc/self/status: {e}"))?;
+    status_mib("/proc/self/status", field)
+}
+
+/// A size line (`VmHWM:`, `VmRSS:`) of a process's status file in MiB.
+fn status_mib(path: &str, field: &str) -> Result<f64, String> {
+    let status = std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))?;
     status
         .lines()
         .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|kib| kib.parse::<f64>().ok())
         .map(|kib| kib / 1024.0)
-        .ok_or_else(|| format!("no {field} in /proc/self/status"))
+        .ok_or_else(|| format!("no {field} in {path}"))
 }
 
 #[cfg(test)]

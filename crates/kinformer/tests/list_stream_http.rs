@@ -95,6 +95,20 @@ async fn a_list_in_one_response_reaches_the_pager_in_parts_with_the_lists_versio
     }
 }
 
+/// Registers a [`Tracker`] on `informer`, runs it and waits (at most `limit`) for its sync.
+async fn run_synced<K: Resource + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
+    limit: Duration,
+) -> (Arc<Tracker>, CancellationToken, tokio::task::JoinHandle<()>) {
+    let tracker = Arc::new(Tracker::default());
+    informer.add_event_handler(Arc::clone(&tracker)).unwrap();
+    let (cancel, task) = spawn_informer(informer);
+    timeout(limit, informer.wait_synced())
+        .await
+        .expect("the informer syncs");
+    (tracker, cancel, task)
+}
+
 async fn syncs_from_one_response<K>(server: &ApiServer, wire: Wire, storage: Storage<K>)
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
@@ -109,12 +123,7 @@ where
             .with_watch_list(false)
             .with_backoff(short_backoff),
     );
-    let tracker = Arc::new(Tracker::default());
-    informer.add_event_handler(Arc::clone(&tracker)).unwrap();
-    let (cancel, task) = spawn_informer(&informer);
-    timeout(Duration::from_secs(60), informer.wait_synced())
-        .await
-        .expect("synced");
+    let (tracker, cancel, task) = run_synced(&informer, Duration::from_secs(60)).await;
     assert_eq!(
         cache_pods(&informer.get_indexer()),
         server_pods(server, None)
@@ -160,12 +169,7 @@ async fn a_relist_in_one_response_streams_and_deletes_what_the_list_no_longer_ho
                 .with_atomic_relists(atomic)
                 .with_backoff(short_backoff),
         );
-        let tracker = Arc::new(Tracker::default());
-        informer.add_event_handler(Arc::clone(&tracker)).unwrap();
-        let (cancel, task) = spawn_informer(&informer);
-        timeout(Duration::from_secs(60), informer.wait_synced())
-            .await
-            .expect("synced");
+        let (tracker, cancel, task) = run_synced(&informer, Duration::from_secs(60)).await;
         // The next watch closes at once (a relist follows); the current one ends now and the
         // server refuses connections while it changes.
         server
@@ -368,12 +372,7 @@ async fn a_broken_body_fails_the_list_and_the_next_list_repairs(
             move |e| errors.lock().push(e.to_string())
         })
         .unwrap();
-    let tracker = Arc::new(Tracker::default());
-    informer.add_event_handler(Arc::clone(&tracker)).unwrap();
-    let (cancel, task) = spawn_informer(&informer);
-    timeout(Duration::from_secs(30), informer.wait_synced())
-        .await
-        .expect("synced by the second list");
+    let (tracker, cancel, task) = run_synced(&informer, Duration::from_secs(30)).await;
     let metrics = informer.metrics().reflector;
     assert_eq!((metrics.lists, metrics.list_failures), (2, 1));
     let errors = errors.lock().clone();

@@ -319,37 +319,30 @@ fn list_item_by_item<K: DeserializeOwned + Send + Sync>(
     let (metadata, items) = decoder
         .split_list(body)
         .map_err(|e| DecodeError::new(format!("list response is not a list: {e}")))?;
-    let mut list = object_list(metadata);
-    list.items.reserve(items.len());
     // Only a large body on several threads: a page (of a lean informer, or with a bad item)
     // is decoded on this one.
-    let reserve = heap_reserve::per_item::<K>(body.len(), items.len(), Wire::Json);
-    let decoded = split_decode::decode_body_items(body.len(), &items, reserve, |item| {
-        decode_object::<K>(decoder, item).map(Arc::new)
-    });
-    for item in decoded {
-        match item {
-            Ok(o) => list.items.push(o),
-            Err(e) => list.undecodable.push(e),
-        }
-    }
-    Ok(list)
+    let decoded = decode_items::<K, _>(decoder, body.len(), &items);
+    Ok(ObjectList {
+        items: decoded.items,
+        undecodable: decoded.undecodable,
+        ..object_list(metadata)
+    })
 }
 
 /// Decodes items already cut out of a list and checked to be JSON (a batch of a list that
 /// streams in, see [`list_stream`](super::list_stream)), `bytes` long in all, as
 /// [`list_item_by_item`] decodes the items it cuts: one that does not decode as `K` goes to
 /// [`ObjectList::undecodable`]. The list's metadata is left empty.
-pub(crate) fn decode_items<K: DeserializeOwned + Send + Sync>(
+pub(crate) fn decode_items<K: DeserializeOwned + Send + Sync, I: AsRef<str> + Sync>(
     decoder: JsonDecoder,
     bytes: usize,
-    items: &[&str],
+    items: &[I],
 ) -> ObjectList<K> {
     let mut list = ObjectList::default();
     list.items.reserve(items.len());
     let reserve = heap_reserve::per_item::<K>(bytes, items.len(), Wire::Json);
     let decoded = split_decode::decode_body_items(bytes, items, reserve, |item| {
-        decode_object::<K>(decoder, item).map(Arc::new)
+        decode_object::<K>(decoder, item.as_ref()).map(Arc::new)
     });
     for item in decoded {
         match item {

@@ -330,7 +330,7 @@ fn decode_batch<K: DeserializeOwned + Send + Sync + 'static>(
                     })?;
                 items.push(text);
             }
-            Ok(decode::decode_items::<K>(
+            Ok(decode::decode_items::<K, _>(
                 JsonDecoder::DEFAULT,
                 batch.body.len(),
                 &items,
