@@ -28,8 +28,9 @@ pub struct ServerConfig {
     pub header_read_timeout: Duration,
     /// A request body must arrive within this time (408 `Timeout` otherwise). 60 s by default.
     pub body_read_timeout: Duration,
-    /// Open connections at most; a connection beyond gets `503 ServiceUnavailable` and is
-    /// closed. 1024 by default.
+    /// Open connections at most. A connection beyond closes the oldest idle connection (one
+    /// waiting for a request) and takes its place; only when none is idle is it answered
+    /// `503 ServiceUnavailable` and closed. 1024 by default.
     pub max_connections: usize,
     /// Answer requests whatever their `Host` header (needed when binding a non-loopback
     /// address). Off by default: only loopback host names are answered (403 otherwise), which

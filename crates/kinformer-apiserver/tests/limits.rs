@@ -1,5 +1,6 @@
-//! Connection limits: slow or idle clients are cut off, connections beyond the cap are refused
-//! with a clear answer, and long-running watches are not affected.
+//! Connection limits: slow or idle clients are cut off, a connection beyond the cap takes the
+//! place of the oldest idle one (or is refused with a clear answer when none is idle), and
+//! long-running watches are not affected.
 // Helpers outside #[test] functions fail the test by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -99,37 +100,103 @@ async fn a_body_that_does_not_arrive_gets_408() {
     assert!(answer.contains("\"reason\":\"Timeout\""), "{answer}");
 }
 
+/// Opens a watch on `addr` and reads its response head: the connection is then busy for as
+/// long as it is open.
+async fn open_watch(addr: std::net::SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "GET /api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0 HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 4096];
+    let n = s.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"), "{:?}", &buf[..n]);
+    s
+}
+
+/// A keep-alive connection that has been answered once and is now idle.
+async fn idle_keep_alive(addr: std::net::SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET /version HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 1024];
+    let n = s.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    s
+}
+
+/// Reads a watch until `name` appears in it.
+async fn watch_sees(s: &mut TcpStream, name: &str) -> bool {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let found = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let n = s.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the watch was closed");
+            got.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&got).contains(name) {
+                break;
+            }
+        }
+    })
+    .await;
+    found.is_ok()
+}
+
 #[tokio::test]
-async fn connections_beyond_the_cap_are_refused_with_503_and_open_ones_still_work() {
+async fn a_new_connection_beyond_the_cap_replaces_the_oldest_idle_one() {
+    let server = server(ServerConfig {
+        max_connections: 2,
+        ..ServerConfig::for_tests()
+    })
+    .await;
+    let addr = server.addr();
+    let mut oldest = idle_keep_alive(addr).await;
+    let mut newer = idle_keep_alive(addr).await;
+    let (code, body) = raw(&server.url(), "GET", "/version", None, Vec::new()).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        read_until_closed(&mut oldest, Duration::from_secs(5))
+            .await
+            .is_some(),
+        "the oldest idle connection was not closed"
+    );
+    // The newer one keeps its place and is still served.
+    let req = format!("GET /version HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    newer.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 1024];
+    let n = newer.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_are_refused_with_503_when_all_are_busy() {
     let server = server(ServerConfig {
         max_connections: 2,
         ..ServerConfig::for_tests()
     })
     .await;
     let url = server.url();
-    // Two connections hold the two slots (each proves it is served).
-    let mut held = Vec::new();
-    for _ in 0..2 {
-        let mut s = TcpStream::connect(server.addr()).await.unwrap();
-        let req = format!("GET /version HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr());
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut buf = [0u8; 1024];
-        let n = s.read(&mut buf).await.unwrap();
-        assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
-        held.push(s);
-    }
+    // Two watches hold the two places; neither is idle, so neither may be closed.
+    let mut watches = vec![open_watch(server.addr()).await, open_watch(server.addr()).await];
     let (code, body) = raw(&url, "GET", "/version", None, Vec::new()).await;
     assert_eq!(code, 503, "{body}");
     assert!(body.contains("too many open connections"), "{body}");
     assert!(body.contains("\"reason\":\"ServiceUnavailable\""), "{body}");
-    // A held connection is still served.
-    let req = format!("GET /version HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr());
-    held[0].write_all(req.as_bytes()).await.unwrap();
-    let mut buf = [0u8; 1024];
-    let n = held[0].read(&mut buf).await.unwrap();
-    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
-    // Closing one frees its slot (the server notices the close asynchronously).
-    drop(held.pop());
+    // Both watches still deliver.
+    server
+        .store()
+        .create(
+            "configmaps",
+            "default",
+            serde_json::json!({"metadata": {"name": "after-refusal"}}),
+        )
+        .unwrap();
+    for w in &mut watches {
+        assert!(watch_sees(w, "after-refusal").await, "a watch stopped");
+    }
+    // Closing one frees its place (the server notices the close asynchronously).
+    drop(watches.pop());
     let mut served = false;
     for _ in 0..100 {
         if raw(&url, "GET", "/version", None, Vec::new()).await.0 == 200 {
@@ -138,7 +205,51 @@ async fn connections_beyond_the_cap_are_refused_with_503_and_open_ones_still_wor
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(served, "a freed slot was not reused");
+    assert!(served, "a freed place was not reused");
+}
+
+/// Lets this process open `want` file descriptors if its hard limit allows it.
+fn raise_fd_limit(want: u64) {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current.is_some_and(|c| c < want) {
+        limit.current = Some(limit.maximum.map_or(want, |m| m.min(want)));
+        setrlimit(Resource::Nofile, limit).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_flood_of_idle_connections_does_not_lock_clients_out() {
+    const FLOOD: usize = 2_000;
+    // The flood's client ends, the server's ends (up to the default cap of 1,024) and slack.
+    raise_fd_limit(8_192);
+    let server = server(ServerConfig::for_tests()).await;
+    assert!(server.config().max_connections < FLOOD);
+    let mut watch = open_watch(server.addr()).await;
+    let mut flood = Vec::with_capacity(FLOOD);
+    for _ in 0..FLOOD {
+        flood.push(TcpStream::connect(server.addr()).await.unwrap());
+    }
+    let answer = tokio::time::timeout(
+        Duration::from_secs(1),
+        raw(&server.url(), "GET", "/version", None, Vec::new()),
+    )
+    .await;
+    let (code, body) = answer.unwrap_or_else(|_| {
+        panic!("no answer within 1 s during a flood of {FLOOD} idle connections")
+    });
+    assert_eq!(code, 200, "{body}");
+    // The watch opened before the flood is busy, so it was not closed to make room.
+    server
+        .store()
+        .create(
+            "configmaps",
+            "default",
+            serde_json::json!({"metadata": {"name": "during-flood"}}),
+        )
+        .unwrap();
+    assert!(watch_sees(&mut watch, "during-flood").await, "the watch stopped");
+    drop(flood);
 }
 
 #[tokio::test]

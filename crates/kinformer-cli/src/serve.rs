@@ -42,6 +42,14 @@ pub struct ServeArgs {
     /// API server's watch cache does.
     #[arg(long)]
     watch_cache_lists: bool,
+    /// Open connections at most. Beyond it a new connection closes the oldest idle one; only
+    /// when every connection is busy (a watch, a request in progress) is it refused with 503.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections: u64,
+    /// Seconds a connection may take to send a request's headers; also how long an idle
+    /// keep-alive connection stays open.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=crate::args::MAX_SECS))]
+    idle_timeout: u64,
 }
 
 /// The highest `--churn`: updates per second the churn task attempts.
@@ -74,6 +82,8 @@ async fn serve(args: ServeArgs) -> i32 {
         allow_remote: args.allow_remote,
         no_watch_list: args.no_watch_list,
         watch_cache_lists: args.watch_cache_lists,
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        header_read_timeout: Duration::from_secs(args.idle_timeout),
         ..ServerConfig::default()
     };
     config.store.max_events = args.history.max(1);
