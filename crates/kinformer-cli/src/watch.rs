@@ -12,16 +12,18 @@
 //! when it prints it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use kinformer::cache::listwatch::Selectors;
+use kinformer::cache::reflector::{MAX_RETRY_AFTER, ReflectorError};
 use kinformer::cache::store::{
     IndexFunc, Indexers, NAMESPACE_INDEX, label_index_func, namespace_index_func,
 };
 use kinformer::cache::{
-    DeletedObject, HandlerOptions, Lazy, ObjectKey, ReadOnlyIndexer, ResourceEventHandler,
-    SharedInformerFactory, meta_namespace_key,
+    DeletedObject, HandlerOptions, HasSynced, Lazy, ObjectKey, ReadOnlyIndexer,
+    ResourceEventHandler, SharedInformerFactory, meta_namespace_key,
 };
 use kinformer::kube::Wire;
 use kube::core::{ApiResource, DynamicObject};
@@ -77,6 +79,12 @@ pub struct WatchArgs {
     /// Wire format to ask for: protobuf (built-in kinds; the default) or json.
     #[arg(long, default_value_t = Wire::Protobuf, value_parser = crate::demo::parse_wire)]
     wire: Wire,
+    /// Seconds to wait for the first full list before giving up with the last error (0: as
+    /// long as it takes). The default outlasts the longest wait between attempts: the
+    /// backoff's 30 s ceiling (up to 60 s with its jitter) or a server's Retry-After (honoured
+    /// up to 30 s).
+    #[arg(long, default_value_t = DEFAULT_SYNC_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(0..=crate::args::MAX_SECS))]
+    sync_timeout: u64,
     #[command(flatten)]
     connect: ConnectArgs,
 }
@@ -103,13 +111,31 @@ enum WatchError {
     },
 }
 
-/// How long `watch` waits for its informer's first sync before giving up with the last error.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long `watch` waits by default for its informer's first sync before giving up with the
+/// last error: twice the longest wait between two attempts.
+const DEFAULT_SYNC_TIMEOUT_SECS: u64 = 120;
 
 /// Runs `kinformer watch`. Returns the exit code.
 pub fn run(args: WatchArgs) -> i32 {
     crate::args::init_logging("warn");
     crate::args::run_to_exit_code(watch(args))
+}
+
+/// What an error before the first sync means for the wait: the server's answer and when the
+/// next attempt comes if the server said, or the error (logged in full beside it).
+fn why_waiting(e: &ReflectorError) -> String {
+    let code = e
+        .list_watch_error()
+        .and_then(|e| e.status())
+        .map(|s| s.code);
+    match (e.retry_after(), code) {
+        (Some(asked), Some(code)) => format!(
+            "{code} from the server, which asks to retry after {} s; retrying in {} s",
+            asked.as_secs(),
+            asked.min(MAX_RETRY_AFTER).as_secs().max(1)
+        ),
+        _ => format!("{e}; retrying with backoff"),
+    }
 }
 
 /// Short names of common built-in resources (discovery does not return them).
@@ -267,6 +293,15 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
     }
     let index_names: Vec<String> = indexers.keys().cloned().collect();
     informer.add_indexers(indexers)?;
+    let synced = Arc::new(AtomicBool::new(false));
+    informer.set_watch_error_handler({
+        let synced = Arc::clone(&synced);
+        move |e| {
+            if !synced.load(Ordering::Acquire) {
+                eprintln!("waiting for the first sync: {}", why_waiting(e));
+            }
+        }
+    })?;
     let (tx, mut rx) = mpsc::unbounded_channel();
     // Sending on an unbounded channel never blocks.
     informer
@@ -289,10 +324,16 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
             .unwrap_or_default()
     );
     let started = std::time::Instant::now();
-    if let Err(source) = factory.wait_for_cache_sync_timeout(SYNC_TIMEOUT).await {
+    if args.sync_timeout == 0 {
+        informer.wait_synced().await;
+    } else if let Err(source) = factory
+        .wait_for_cache_sync_timeout(Duration::from_secs(args.sync_timeout))
+        .await
+    {
         factory.shutdown().await;
         return Err(WatchError::NoSync { url, source });
     }
+    synced.store(true, Ordering::Release);
     eprintln!(
         "synced: {} objects in {} ms",
         informer.get_indexer().len(),

@@ -210,3 +210,58 @@ async fn watch_prints_whole_objects_as_json_lines_from_either_wire() {
         assert!(err.contains("synced: 3 objects"), "{wire}: {err}");
     }
 }
+
+/// A server that answers every request with 429 and `Retry-After: 100000` for 3 s: `watch`
+/// says why it waits, retries when the reflector's cap on Retry-After (30 s) has passed, and
+/// syncs instead of giving up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_outwaits_a_server_that_answers_429_with_a_long_retry_after() {
+    use kinformer_apiserver::{Fault, FaultRule};
+    let server = kinformer_apiserver::TestServer::start().await.unwrap();
+    server
+        .store()
+        .create(
+            "configmaps",
+            "default",
+            serde_json::json!({"metadata": {"name": "after-the-wait"}}),
+        )
+        .unwrap();
+    server.faults().add_rule(FaultRule::random(
+        Fault::TooManyRequests {
+            retry_after_secs: 100_000,
+        },
+        1.0,
+    ));
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kinformer"))
+        .args(["watch", "configmaps", "--server", &server.url()])
+        .args(["--duration-secs", "0.5"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // The 429s begin with the informer's first request; they last 3 s from then.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.faults().counts().get("429").copied().unwrap_or(0) == 0 {
+        assert!(Instant::now() < deadline, "watch sent no request");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    server.faults().clear();
+    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .expect("watch still running 120 s later")
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "waiting for the first sync: 429 from the server, which asks to retry after 100000 s; retrying in 30 s"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("synced: 1 objects"), "{err}");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("after-the-wait"), "{printed}");
+}

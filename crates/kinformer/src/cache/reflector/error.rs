@@ -63,3 +63,21 @@ pub enum ReflectorError {
     #[error("reflector is already running")]
     AlreadyRunning,
 }
+
+impl ReflectorError {
+    /// The failed request's error, for the variants that carry one.
+    pub fn list_watch_error(&self) -> Option<&ListWatchError> {
+        match self {
+            Self::List(e) | Self::WatchStart(e) | Self::Watch(e) | Self::WatchList(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// How long the server asked to wait (`Retry-After`, as on a 429), if it did. The
+    /// reflector waits that long before its next attempt, at most
+    /// [`MAX_RETRY_AFTER`](super::MAX_RETRY_AFTER) and at least its backoff step.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.list_watch_error()
+            .and_then(ListWatchError::retry_after)
+    }
+}
