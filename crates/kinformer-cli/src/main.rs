@@ -5,6 +5,7 @@ mod bench;
 mod demo;
 mod serve;
 mod store_mode;
+mod ticker;
 mod watch;
 
 use clap::{Parser, Subcommand};

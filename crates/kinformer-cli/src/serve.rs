@@ -126,7 +126,7 @@ async fn serve(args: ServeArgs) -> i32 {
         let (n, rate) = (args.seed_pods, args.churn);
         tokio::spawn(async move {
             let tick = Duration::from_millis(10);
-            let mut interval = tokio::time::interval(tick);
+            let mut interval = crate::ticker::every(Duration::ZERO, tick);
             let (mut due, mut counter) = (0.0f64, 0u64);
             loop {
                 interval.tick().await;

@@ -354,7 +354,7 @@ async fn watch(args: WatchArgs) -> Result<(), WatchError> {
     };
     tokio::spawn(stop);
     let period = Duration::from_secs(args.summary_secs.max(1));
-    let mut summary = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let mut summary = crate::ticker::every(period, period);
     let mut events = 0u64;
     let cache = informer.get_indexer();
     loop {

@@ -265,3 +265,55 @@ async fn watch_outwaits_a_server_that_answers_429_with_a_long_retry_after() {
     let printed = String::from_utf8_lossy(&out.stdout);
     assert!(printed.contains("after-the-wait"), "{printed}");
 }
+
+/// After the process was stopped and resumed, `watch` prints one summary, not one per second
+/// it missed.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_skips_the_summaries_it_missed_while_stopped() {
+    let server = kinformer_apiserver::TestServer::start().await.unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kinformer"))
+        .args(["watch", "configmaps", "--server", &server.url()])
+        .args(["--summary-secs", "1", "--duration-secs", "30"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send((Instant::now(), line)).is_err() {
+                break;
+            }
+        }
+    });
+    let next_summary = |within: Duration| loop {
+        let (at, line) = rx.recv_timeout(within).expect("no summary in time");
+        if line.starts_with("cache:") {
+            return at;
+        }
+    };
+    next_summary(Duration::from_secs(30));
+    let signal = |sig: &str| {
+        let ok = Command::new("kill").args([sig, &pid]).status().unwrap();
+        assert!(ok.success(), "kill {sig} failed");
+    };
+    signal("-STOP");
+    std::thread::sleep(Duration::from_secs(4));
+    signal("-CONT");
+    // One summary at once; with every missed tick fired, three or four more would follow
+    // within milliseconds.
+    let first = next_summary(Duration::from_secs(10));
+    let second = next_summary(Duration::from_secs(10));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        second.duration_since(first) >= Duration::from_millis(500),
+        "two summaries {:?} apart after a resume",
+        second.duration_since(first)
+    );
+}

@@ -173,7 +173,7 @@ pub async fn run(
         Duration::from_secs(2)
     };
     let start = Instant::now();
-    let mut tick = tokio::time::interval(every);
+    let mut tick = crate::ticker::every(Duration::ZERO, every);
     let (mut last_events, mut last_at) = (0u64, Instant::now());
     loop {
         tokio::select! {
