@@ -2,12 +2,16 @@
 
 use std::process::Command;
 
+fn demo(args: &[&str]) -> (bool, String) {
+    demo_within("60", args)
+}
+
 // A test helper: failing to start the binary fails the test.
 #[allow(clippy::expect_used)]
-fn demo(args: &[&str]) -> (bool, String) {
+fn demo_within(deadline_secs: &str, args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kinformer"))
         .arg("demo")
-        .args(["--quiet", "--deadline-secs", "60"])
+        .args(["--quiet", "--deadline-secs", deadline_secs])
         .args(args)
         .output()
         .expect("the kinformer binary runs");
@@ -138,6 +142,81 @@ fn keep_keeps_the_namespace() {
     assert!(ok, "demo failed:\n{out}");
     assert!(out.contains("kept namespace demo-remote (--keep)"), "{out}");
     assert!(left.iter().any(|n| n == "demo-remote"), "{left:?}");
+}
+
+/// The embedded server seen as a real cluster (through a kubeconfig): a control plane
+/// without kubelets. `prepare` runs on it first.
+// A test helper: the server must start and its kubeconfig be written.
+#[allow(clippy::expect_used)]
+fn cluster_demo(
+    deadline_secs: &str,
+    name: &str,
+    prepare: impl FnOnce(&kinformer_apiserver::ApiServer),
+) -> (bool, String) {
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    // A control plane serves nodes, even when it has none.
+    let mut config = kinformer_apiserver::ServerConfig::for_tests();
+    config.resources.push(kinformer_apiserver::ResourceDef::new(
+        "", "v1", "nodes", "Node", false,
+    ));
+    let server = rt
+        .block_on(kinformer_apiserver::TestServer::start_with(config))
+        .expect("the server starts");
+    prepare(&server);
+    let kubeconfig = std::env::temp_dir().join(format!(
+        "kinformer-{name}-{}.kubeconfig",
+        std::process::id()
+    ));
+    std::fs::write(&kubeconfig, server.kubeconfig()).expect("the kubeconfig is written");
+    let path = kubeconfig.to_string_lossy().into_owned();
+    let result = demo_within(
+        deadline_secs,
+        &[
+            "--kubeconfig",
+            &path,
+            "--replicasets",
+            "3",
+            "--chaos",
+            "off",
+            "--chaos-secs",
+            "0.2",
+        ],
+    );
+    let _ = std::fs::remove_file(&kubeconfig);
+    result
+}
+
+#[test]
+fn a_demo_on_a_cluster_without_nodes_runs_a_stand_in_kubelet_and_verifies() {
+    let (ok, out) = cluster_demo("60", "no-nodes", |_| {});
+    assert!(ok, "demo failed:\n{out}");
+    assert!(
+        out.contains("the cluster has no nodes: a stand-in kubelet"),
+        "{out}"
+    );
+    assert!(out.contains("VERIFIED: "), "{out}");
+}
+
+#[test]
+fn a_demo_whose_pods_stay_unready_names_the_likely_cause() {
+    // A Node object, but no kubelet behind it: nothing schedules or starts the pods.
+    let (ok, out) = cluster_demo("2", "unready", |server| {
+        server
+            .store()
+            .create(
+                "nodes",
+                "",
+                serde_json::json!({"metadata": {"name": "node-1"}}),
+            )
+            .expect("a node is created");
+    });
+    assert!(!ok, "demo verified without kubelets:\n{out}");
+    assert!(out.contains("NOT VERIFIED"), "{out}");
+    assert!(!out.contains("stand-in kubelet"), "{out}");
+    assert!(
+        out.contains("likely cause: ") && out.contains("pods not scheduled to a node"),
+        "{out}"
+    );
 }
 
 /// About 10 s per mode (lease expiry and join delays on the real clock): labelled by default,

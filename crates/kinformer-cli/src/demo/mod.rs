@@ -21,6 +21,7 @@ pub use kinformer_cli::controller;
 mod kubelet;
 mod metrics;
 mod progress;
+mod readiness;
 mod scenario;
 mod sharded;
 mod verify;
@@ -107,6 +108,12 @@ pub struct DemoArgs {
     /// membership Lease; the chaos phase also kills one and later adds one.
     #[arg(long, conflicts_with = "leader_elect", value_parser = clap::value_parser!(u16).range(1..=64))]
     replicas: Option<u16>,
+    /// Run the stand-in kubelet (it marks the demo's pods running and ready) on a real
+    /// cluster too: for a control plane without nodes (an API server and etcd, as envtest
+    /// runs it). Chosen on its own when the cluster has no Node objects; the embedded server
+    /// and --server always use it.
+    #[arg(long)]
+    stand_in_kubelet: bool,
     /// How the replicas share the ReplicaSets (with --replicas): labelled (each replica
     /// watches only its shard, labelled by the elected sharder) or filtered (each watches
     /// everything and syncs what it owns).
@@ -345,10 +352,18 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     let limiter = WithMaxWait::new(default_controller_rate_limiter(), MAX_RETRY_WAIT);
     let queue = RateLimitingQueue::with_config(queue_config, limiter);
     let controller = ReplicaSetController::new(&factory, client.clone(), queue)?;
-    let kubelet = if args.connect.is_cluster() {
-        None // a real cluster has kubelets
-    } else {
+    let remote_namespace = embedded.is_none().then_some(args.namespace.as_str());
+    // A real cluster has kubelets, unless it is a control plane without nodes.
+    let (stand_in, why) =
+        readiness::use_stand_in_kubelet(&client, args.connect.is_cluster(), args.stand_in_kubelet)
+            .await;
+    if let Some(why) = why {
+        say(why);
+    }
+    let kubelet = if stand_in {
         Some(Kubelet::new(controller.pods().clone(), client.clone())?)
+    } else {
+        None
     };
     if let Some(addr) = args.metrics_addr {
         let bound = metrics::serve(addr, Arc::new(registry), cancel.clone())
@@ -472,6 +487,7 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
             "initial convergence not reached in {:.0} s; continuing",
             deadline.as_secs_f64()
         ));
+        say_unready_causes(&client, remote_namespace).await;
     }
 
     // Phase 2: chaos.
@@ -564,6 +580,7 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
         for p in &verification.problems {
             say(&format!("  - {p}"));
         }
+        say_unready_causes(&client, remote_namespace).await;
     }
     cancel.cancel();
     tasks.close();
@@ -571,6 +588,13 @@ async fn demo(args: DemoArgs) -> Result<bool, DemoError> {
     factory.shutdown().await;
     clean_up(&args, created_namespace, embedded.is_some()).await;
     Ok(ok)
+}
+
+/// Prints why the workload's pods are not ready, if some are not.
+async fn say_unready_causes(client: &kube::Client, namespace: Option<&str>) {
+    for cause in readiness::unready_causes_on(client, namespace).await {
+        say(&format!("  likely cause: {cause}"));
+    }
 }
 
 /// Waits until the world verifies or `deadline` passes; returns the last verification.

@@ -490,13 +490,22 @@ pub(super) async fn run(args: DemoArgs, count: usize, setup: Setup) -> Result<bo
     // The stand-in kubelet and garbage collector, with their own clients.
     let kubelet_client = client_for(&config, "kinformer-kubelet")?;
     let kubelet_factory = factory(&kubelet_client, &env);
-    let kubelet = if args.connect.is_cluster() {
-        None
-    } else {
+    let (stand_in, why) = super::readiness::use_stand_in_kubelet(
+        &kubelet_client,
+        args.connect.is_cluster(),
+        args.stand_in_kubelet,
+    )
+    .await;
+    if let Some(why) = why {
+        say(why);
+    }
+    let kubelet = if stand_in {
         Some(Kubelet::new(
             kubelet_factory.informer::<Pod>(),
-            kubelet_client,
+            kubelet_client.clone(),
         )?)
+    } else {
+        None
     };
     kubelet_factory.start(&cancel);
     if let Some(k) = &kubelet {
@@ -698,6 +707,7 @@ pub(super) async fn run(args: DemoArgs, count: usize, setup: Setup) -> Result<bo
         for p in &verification.problems {
             say(&format!("  - {p}"));
         }
+        super::say_unready_causes(&kubelet_client, remote_namespace.as_deref()).await;
     }
     cancel.cancel();
     let replicas: Vec<Replica> = fleet.replicas.lock().drain(..).collect();
