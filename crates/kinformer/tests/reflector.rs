@@ -806,6 +806,81 @@ async fn watch_list_initial_events_do_not_move_the_version_before_the_end_bookma
 }
 
 #[tokio::test(start_paused = true)]
+async fn watch_list_hands_its_initial_state_to_a_paged_sink_page_by_page() {
+    let lw = FakeListerWatcher::new();
+    for i in 0..1_200 {
+        lw.add(cm(&format!("cm-{i:04}"))).unwrap();
+    }
+    let paged = Recorder {
+        paged: true,
+        ..Recorder::default()
+    };
+    let r = start_with(lw.clone(), paged, ReflectorOptions::default(), None);
+    eventually("finish", || {
+        r.sink.count(|o| matches!(o, Op::FinishPaged(_))) == 1
+    })
+    .await;
+    let ops = r.sink.ops();
+    let pages: Vec<usize> = ops
+        .iter()
+        .filter_map(|o| match o {
+            Op::Page(names) => Some(names.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pages, [500, 500, 200], "{ops:?}");
+    // In arrival order, each object once.
+    let names: Vec<String> = ops
+        .iter()
+        .filter_map(|o| match o {
+            Op::Page(names) => Some(names.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let expected: Vec<String> = (0..1_200).map(|i| format!("cm-{i:04}")).collect();
+    assert_eq!(names, expected);
+    assert_eq!(ops.last(), Some(&Op::FinishPaged("1200".into())));
+    assert!(!ops.iter().any(|o| matches!(o, Op::Replace(..))), "{ops:?}");
+    assert!(lw.list_calls().is_empty());
+    assert_eq!(r.reflector.last_sync_resource_version(), "1200");
+    // It goes on as a watch.
+    lw.add(cm("late")).unwrap();
+    eventually("add", || r.sink.ops().contains(&Op::Add("late".into()))).await;
+    assert_eq!(lw.watch_calls().len(), 1);
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deleted_initial_event_makes_a_paged_sink_list_instead() {
+    let lw = FakeListerWatcher::new();
+    lw.add(cm("b")).unwrap();
+    lw.push_watch_script(vec![
+        WatchStep::Event(WatchEvent::Added(cm_at("a", "5"))),
+        WatchStep::Event(WatchEvent::Added(cm_at("b", "6"))),
+        WatchStep::Event(WatchEvent::Deleted(cm_at("a", "7"))),
+        WatchStep::Event(WatchEvent::Bookmark(Bookmark::initial_events_end("8"))),
+        WatchStep::Pending,
+    ]);
+    let paged = Recorder {
+        paged: true,
+        ..Recorder::default()
+    };
+    let r = start_with(lw.clone(), paged, ReflectorOptions::default(), None);
+    eventually("the fallback list", || {
+        r.sink.count(|o| matches!(o, Op::FinishPaged(_))) == 1
+    })
+    .await;
+    assert_eq!(lw.list_calls().len(), 1);
+    // Only the list's page went over: nothing of the abandoned initial state.
+    assert_eq!(
+        r.sink.ops(),
+        [Op::Page(vec!["b".into()]), Op::FinishPaged("1".into())]
+    );
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn watch_list_rejected_falls_back_to_list_and_watch() {
     let lw = FakeListerWatcher::new();
     lw.add(cm("a")).unwrap();

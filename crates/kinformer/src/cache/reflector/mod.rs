@@ -21,9 +21,10 @@
 //!   off (honouring Retry-After) and re-watch.
 //! - **Backoff** between attempts and on throttling: 800 ms doubling to 30 s, jitter 1.0, reset
 //!   after 2 min of quiet (replaceable for tests).
-//! - **Watch-list** (`sendInitialEvents`), on by default: the initial state streams into a
-//!   temporary store and is replaced at the end bookmark; any failure other than 429 or an
-//!   expired version falls back to list + watch for that attempt. A server without
+//! - **Watch-list** (`sendInitialEvents`), on by default (`reflector/watch_list.rs`): the
+//!   initial state goes to the sink page by page as it arrives when the sink takes a paged
+//!   replace (else it is gathered and replaced at the end bookmark); any failure other than
+//!   429 or an expired version falls back to list + watch for that attempt. A server without
 //!   watch-list (Kubernetes 1.26–1.31 by default: `422 Invalid`,
 //!   [`ListWatchError::is_watch_list_unsupported`]) is learnt once: the reflector tells its
 //!   [`ListerWatcher`]'s [`WatchListSupport`] (a `KubeListerWatcher` shares one with every
@@ -49,8 +50,8 @@ mod error;
 mod retry;
 mod state;
 mod stats;
+mod watch_list;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,8 +72,8 @@ pub(crate) use stats::ReflectorStats;
 use crate::cache::fifo::ReflectorSink;
 use crate::cache::listwatch::{DEFAULT_PAGE_SIZE, ListPager, ObjectList, Page, PagedList};
 use crate::cache::listwatch::{
-    Gate, ListOptions, ListWatchError, ListerWatcher, Selectors, WatchEvent, WatchListProbe,
-    WatchListSupport, WatchOptions, WatchStream,
+    Gate, ListOptions, ListWatchError, ListerWatcher, Selectors, WatchEvent, WatchListSupport,
+    WatchStream,
 };
 use crate::cache::meta::{CacheError, ObjectKey, meta_namespace_key};
 use crate::wait::{BackoffManager, ExponentialBackoffManager};
@@ -737,135 +738,6 @@ where
             listed.fetch_sub(count as u64, Ordering::Relaxed);
         }
         r
-    }
-
-    /// Runs a watch-list; `probe` is answered when this request is the one finding out
-    /// whether the server supports watch-list.
-    async fn watch_list(
-        &self,
-        mut options: WatchOptions,
-        probe: Option<WatchListProbe>,
-        cancel: &CancellationToken,
-    ) -> Option<(Input, Option<WatchStream<K>>)> {
-        options.timeout = Some(watch_timeout(self.min_watch_timeout, rand::random()));
-        debug!(reflector = %self.name, ?options, "starting watch-list");
-        let started = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return None,
-            r = self.lw.watch(&options) => r,
-        };
-        let fail = |e: ListWatchError| {
-            let class = ErrorClass::of(&e);
-            self.report(ReflectorError::WatchList(e));
-            Some((Input::WatchListFailed(class), None))
-        };
-        let mut s = match started {
-            Ok(s) => {
-                if let Some(probe) = probe {
-                    probe.supported();
-                }
-                s
-            }
-            Err(e) if e.is_watch_list_unsupported() => {
-                let news = self
-                    .lw
-                    .watch_list_support()
-                    .is_none_or(WatchListSupport::set_unsupported);
-                drop(probe);
-                if news {
-                    info!(
-                        reflector = %self.name,
-                        error = %e,
-                        "the server does not support watch-list; listing and watching from now on"
-                    );
-                } else {
-                    debug!(reflector = %self.name, error = %e, "watch-list refused (known)");
-                }
-                return Some((Input::WatchListUnsupported, None));
-            }
-            Err(e) => return fail(e),
-        };
-        // The temporary store: objects in arrival order, a key's slot emptied on delete.
-        let mut slots: Vec<Option<Arc<K>>> = Vec::new();
-        let mut index: HashMap<ObjectKey, usize> = HashMap::new();
-        loop {
-            let item = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
-                i = s.next() => i,
-            };
-            let event = match item {
-                None => {
-                    self.report(ReflectorError::WatchListIncomplete);
-                    return Some((
-                        Input::WatchListFailed(ErrorClass::Other { retry_after: None }),
-                        None,
-                    ));
-                }
-                Some(Err(ListWatchError::Decode(d))) => {
-                    // Skipping it could lose an object from the initial state: fall back to a
-                    // list for this attempt.
-                    self.report(ReflectorError::WatchUndecodable(d));
-                    return Some((
-                        Input::WatchListFailed(ErrorClass::Other { retry_after: None }),
-                        None,
-                    ));
-                }
-                Some(Err(e)) => return fail(e),
-                Some(Ok(event)) => event,
-            };
-            let type_name = event.type_name();
-            match event {
-                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    if let Some(key) = self.has_key(&o, type_name) {
-                        match index.get(&key) {
-                            Some(&i) => slots[i] = Some(o),
-                            None => {
-                                index.insert(key, slots.len());
-                                slots.push(Some(o));
-                            }
-                        }
-                    }
-                }
-                WatchEvent::Deleted(o) => {
-                    if let Some(key) = self.has_key(&o, type_name)
-                        && let Some(i) = index.remove(&key)
-                    {
-                        slots[i] = None;
-                    }
-                }
-                WatchEvent::Bookmark(b) if b.is_initial_events_end() => {
-                    let items: Vec<Arc<K>> = slots.into_iter().flatten().collect();
-                    let count = items.len();
-                    if let Err(source) =
-                        self.listed(count, || self.sink.replace(items, &b.resource_version))
-                    {
-                        self.report(ReflectorError::Sink {
-                            operation: "replace",
-                            source,
-                        });
-                        return Some((
-                            Input::WatchListFailed(ErrorClass::Other { retry_after: None }),
-                            None,
-                        ));
-                    }
-                    info!(
-                        reflector = %self.name,
-                        count,
-                        resource_version = %b.resource_version,
-                        "watch-list synced"
-                    );
-                    return Some((
-                        Input::WatchListSynced {
-                            resource_version: b.resource_version,
-                        },
-                        Some(s),
-                    ));
-                }
-                WatchEvent::Bookmark(_) => {}
-                WatchEvent::Error(status) => return fail(ListWatchError::Api(status)),
-            }
-        }
     }
 
     /// Handles one watch until it ends (`Some`) or `cancel` fires (`None`).
