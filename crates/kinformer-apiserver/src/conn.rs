@@ -76,9 +76,8 @@ pub(crate) async fn serve<L>(
         let app = app.clone();
         tokio::spawn(async move {
             let state = Arc::clone(&conn.state);
-            let service = hyper::service::service_fn(move |req| {
-                track(app.clone(), Arc::clone(&state), req)
-            });
+            let service =
+                hyper::service::service_fn(move |req| track(app.clone(), Arc::clone(&state), req));
             let mut builder = http1::Builder::new();
             builder
                 .timer(TokioTimer::new())

@@ -178,7 +178,10 @@ async fn connections_beyond_the_cap_are_refused_with_503_when_all_are_busy() {
     .await;
     let url = server.url();
     // Two watches hold the two places; neither is idle, so neither may be closed.
-    let mut watches = vec![open_watch(server.addr()).await, open_watch(server.addr()).await];
+    let mut watches = vec![
+        open_watch(server.addr()).await,
+        open_watch(server.addr()).await,
+    ];
     let (code, body) = raw(&url, "GET", "/version", None, Vec::new()).await;
     assert_eq!(code, 503, "{body}");
     assert!(body.contains("too many open connections"), "{body}");
@@ -248,7 +251,10 @@ async fn a_flood_of_idle_connections_does_not_lock_clients_out() {
             serde_json::json!({"metadata": {"name": "during-flood"}}),
         )
         .unwrap();
-    assert!(watch_sees(&mut watch, "during-flood").await, "the watch stopped");
+    assert!(
+        watch_sees(&mut watch, "during-flood").await,
+        "the watch stopped"
+    );
     drop(flood);
 }
 
