@@ -13,7 +13,8 @@
 //! resourceVersion "0", in one response as a real API server's watch cache does; E1CW then
 //! ends the watch with 410 Gone and reports `rss_before_relist_mib` and `relist_peak_mib`, the
 //! peak RSS while the relist that follows runs), and E1W-cli (`kinformer watch pods --store
-//! compact -o json` against E1CW's server: time to its `synced:` line and its peak RSS).
+//! compact -o json` against E1CW's server: time to its `synced:` line and its peak RSS) and
+//! E1WL-cli (the same against a server that serves watch-lists).
 //!
 //! # The server process
 //!
@@ -151,6 +152,7 @@ pub(crate) const GROUP: Group = Group {
         "E1CW",
         "E1RW",
         "E1W-cli",
+        "E1WL-cli",
     ],
     run,
 };
@@ -219,7 +221,8 @@ fn run(workload: &str) -> Result<Metrics, BenchError> {
             "E1RW",
             e1(Peer::KinformerLean(Wire::Json), true, Lists::WatchCache),
         ),
-        "E1W-cli" => block_on("E1W-cli", e1w_cli()),
+        "E1W-cli" => block_on("E1W-cli", e1w_cli(false)),
+        "E1WL-cli" => block_on("E1WL-cli", e1w_cli(true)),
         "L0" => block_on("L0", l0(JsonDecoder::SerdeJson)),
         "L0-fast" => block_on("L0-fast", l0(JsonDecoder::SonicRs)),
         "L0P" => block_on("L0P", l0p(ProtobufDecode::Library)),
@@ -296,21 +299,25 @@ pub(crate) struct ServerProcess {
 
 impl ServerProcess {
     pub(crate) fn spawn(pods: usize, realistic: bool, encode: Encode) -> Result<Self, String> {
-        Self::spawn_with(pods, realistic, encode, false)
+        Self::spawn_with(pods, realistic, encode, false, true)
     }
 
     /// [`spawn`](Self::spawn), answering lists at resourceVersion "0" in one response if
-    /// `watch_cache`, as a Kubernetes 1.26 API server does (which also refuses watch-lists).
+    /// `watch_cache`, as a real API server's watch cache does; a 1.26 server (`watch_list`
+    /// false) also refuses watch-lists, a 1.32 or 1.34 one serves them.
     fn spawn_with(
         pods: usize,
         realistic: bool,
         encode: Encode,
         watch_cache: bool,
+        watch_list: bool,
     ) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
         let mut args = vec!["server".to_string(), "--pods".into(), pods.to_string()];
         if watch_cache {
             args.push("--watch-cache-lists".into());
+        }
+        if !watch_list {
             args.push("--no-watch-list".into());
         }
         if realistic {
@@ -758,7 +765,8 @@ async fn e1(peer: Peer, realistic: bool, lists: Lists) -> Result<Metrics, String
     } else {
         Encode::JsonAndProtobuf
     };
-    let mut server = ServerProcess::spawn_with(PODS, realistic, encode, lists != Lists::Paged)?;
+    let watch_cache = lists != Lists::Paged;
+    let mut server = ServerProcess::spawn_with(PODS, realistic, encode, watch_cache, !watch_cache)?;
     let client = server.client()?;
     let progress = Arc::new(Progress::new());
     let cancel = CancellationToken::new();
@@ -880,8 +888,10 @@ async fn e1(peer: Peer, realistic: bool, lists: Lists) -> Result<Metrics, String
 /// output discarded) against E1CW's server (which, as a Kubernetes 1.26 server, refuses the
 /// CLI's watch-list request: the CLI lists); the time from starting the command to its
 /// `synced:` line on stderr (process start and discovery included), and its peak RSS then.
-async fn e1w_cli() -> Result<Metrics, String> {
-    let server = ServerProcess::spawn_with(PODS, false, Encode::JsonAndProtobuf, true)?;
+/// E1WL-cli (`watch_list`): the same against a server that serves the watch-list (as 1.32
+/// and 1.34 servers do): the initial state arrives as watch events.
+async fn e1w_cli(watch_list: bool) -> Result<Metrics, String> {
+    let server = ServerProcess::spawn_with(PODS, false, Encode::JsonAndProtobuf, true, watch_list)?;
     let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
     let cli = exe
         .parent()
