@@ -7,7 +7,8 @@
 //! `cache` (W4, W4-compact, W4R, W4P, W5), `informer` (W6), `e1` (the `informer` group over
 //! HTTP: E1 and its variants, L0, L0P, L0P-1, F0, and the server process they run against), `realistic`
 //! (W4R's and E1R's realistic pods), `sharding` (S1: labelled sharding over 1, 2 and 4
-//! replica processes), `plot` (`--plot`: the medians as a chart against their references),
+//! replica processes), [`soak`] (S0: informers under churn and faults for minutes, and the
+//! driver the soak test shares), `plot` (`--plot`: the medians as a chart against their references),
 //! [`alloc`] (the counting allocator the heap figures need).
 //! Bench pods come from [`kinformer_apiserver::BenchPod`], the builder the embedded server's
 //! synthetic pods use.
@@ -22,6 +23,7 @@ pub mod pod_lite;
 mod realistic;
 pub mod runner;
 mod sharding;
+pub mod soak;
 pub mod workqueue;
 
 pub use e1::serve_for_bench;

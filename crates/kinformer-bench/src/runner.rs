@@ -43,12 +43,13 @@ pub const GROUPS: &[Group] = &[
     },
     e1::GROUP,
     crate::sharding::GROUP,
+    crate::soak::GROUP,
 ];
 
 /// Arguments of `kinformer-bench <group>`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// The group to run: workqueue, cache, informer, sharding, or all.
+    /// The group to run: workqueue, cache, informer, sharding, soak, or all.
     group: String,
     /// Runs per workload (each in a fresh process); the median is printed.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
@@ -258,6 +259,8 @@ pub fn unit_of(metric: &str) -> &'static str {
         "B"
     } else if metric.ends_with("_mib") || metric.contains("_mib_") {
         "MiB"
+    } else if metric.ends_with("_pct") {
+        "%"
     } else {
         "count"
     }
@@ -377,6 +380,7 @@ mod tests {
         assert_eq!(unit_of("peak_rss_mib"), "MiB");
         assert_eq!(unit_of("peak_rss_mib_r4"), "MiB");
         assert_eq!(unit_of("synced_ms_r4"), "ms");
+        assert_eq!(unit_of("rss_growth_pct"), "%");
         assert_eq!(unit_of("gets"), "count");
     }
 

@@ -11,8 +11,8 @@ use clap::Args;
 /// Options of `kinformer bench`: everything is passed to `kinformer-bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// The runner's arguments: a group (`workqueue`, `cache`, `informer`, `sharding`, `all`)
-    /// and its options (`--runs N`, `--only ID`, `--json`, `--plot FILE`), or `plot ...`.
+    /// The runner's arguments: a group (`workqueue`, `cache`, `informer`, `sharding`, `soak`,
+    /// `all`) and its options (`--runs N`, `--only ID`, `--json`, `--plot FILE`), or `plot ...`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     args: Vec<OsString>,
 }

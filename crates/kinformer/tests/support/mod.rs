@@ -63,7 +63,9 @@ pub struct Tracker {
     /// The recorded state.
     pub state: Mutex<TrackState>,
     /// Signalled after every notification.
-    pub changed: Notify,
+    pub changed: Arc<Notify>,
+    /// Keep no per-key log (a long run's log would grow with every notification).
+    pub no_log: bool,
 }
 
 /// The resourceVersion of an object as a number (0 if missing or not a number).
@@ -94,7 +96,9 @@ impl<K: Resource + Send + Sync + 'static> ResourceEventHandler<K> for Tracker {
             st.violations
                 .push(format!("add of {key}@{rv} while the handler holds @{prev}"));
         }
-        st.log.entry(key).or_default().push(Seen::Add(rv));
+        if !self.no_log {
+            st.log.entry(key).or_default().push(Seen::Add(rv));
+        }
         drop(st);
         self.changed.notify_one();
     }
@@ -120,7 +124,9 @@ impl<K: Resource + Send + Sync + 'static> ResourceEventHandler<K> for Tracker {
             st.violations
                 .push(format!("update of {key} does not advance: {from}->{to}"));
         }
-        st.log.entry(key).or_default().push(Seen::Update(from, to));
+        if !self.no_log {
+            st.log.entry(key).or_default().push(Seen::Update(from, to));
+        }
         drop(st);
         self.changed.notify_one();
     }
@@ -142,12 +148,15 @@ impl<K: Resource + Send + Sync + 'static> ResourceEventHandler<K> for Tracker {
             )),
             Some(_) => {}
         }
-        if tombstone {
+        let seen = if tombstone {
             st.tombstones += 1;
-            st.log.entry(key).or_default().push(Seen::Tombstone(rv));
+            Seen::Tombstone(rv)
         } else {
             st.deletes += 1;
-            st.log.entry(key).or_default().push(Seen::Delete(rv));
+            Seen::Delete(rv)
+        };
+        if !self.no_log {
+            st.log.entry(key).or_default().push(seen);
         }
         drop(st);
         self.changed.notify_one();
@@ -155,6 +164,20 @@ impl<K: Resource + Send + Sync + 'static> ResourceEventHandler<K> for Tracker {
 }
 
 impl Tracker {
+    /// A tracker that checks and counts every notification but keeps no per-key log.
+    pub fn without_log() -> Self {
+        Self {
+            no_log: true,
+            ..Self::default()
+        }
+    }
+
+    /// Notifications received: adds, updates, deletes and tombstones.
+    pub fn notifications(&self) -> u64 {
+        let st = self.state.lock();
+        st.adds + st.updates + st.deletes + st.tombstones
+    }
+
     /// A copy of the handler's view.
     pub fn view(&self) -> KeyVersions {
         self.state.lock().view.clone()
