@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::churn::{Churn, WriteCounts};
-use super::sample::{Sample, sample, trim_allocator};
+use super::sample::{LiveHeap, Sample, sample, trim_allocator};
 
 /// `namespace/name → resourceVersion`.
 pub type KeyVersions = BTreeMap<String, u64>;
@@ -50,13 +50,15 @@ pub struct SoakConfig {
     pub restart_for: Duration,
     /// Trim the allocator's free pages before each sample ([`trim_allocator`]).
     pub trim_before_sample: bool,
+    /// Reads the live heap for each sample, where the process counts it.
+    pub live_heap: Option<LiveHeap>,
 }
 
 impl SoakConfig {
     /// Knobs for a run of `duration` at `writes_per_s`: a checkpoint every eighth of the run
     /// (5 s to 1 min apart), a compaction every fifteenth (3 to 15 s apart), samples every
     /// two-hundredth (0.25 to 3 s apart) after a tenth of the run, 30 s to catch up, a
-    /// restart of half a second; samples untrimmed.
+    /// restart of half a second; samples untrimmed, without the live heap.
     pub fn new(duration: Duration, writes_per_s: u32) -> Self {
         let clamp = |d: Duration, lo: u64, hi: u64| {
             d.clamp(Duration::from_millis(lo), Duration::from_millis(hi))
@@ -71,6 +73,7 @@ impl SoakConfig {
             warm_up: duration / 10,
             restart_for: Duration::from_millis(500),
             trim_before_sample: false,
+            live_heap: None,
         }
     }
 }
@@ -336,7 +339,7 @@ pub async fn run(
             if config.trim_before_sample {
                 trim_allocator();
             }
-            match sample(now - start) {
+            match sample(now - start, config.live_heap) {
                 Ok(s) => samples.push(s),
                 Err(e) => break Err(e),
             }

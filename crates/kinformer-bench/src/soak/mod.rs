@@ -24,6 +24,9 @@
 //!   server's pods 30 s after the writer was held.
 //! - `checkpoints`, `relists`: how many checkpoints ran, and how many lists the two informers
 //!   made beyond their first (the compactions' 410s and the restart).
+//! - `heap_start_mib`, `heap_end_mib`, `heap_growth_pct`: the same medians for the live heap
+//!   (the bench's counting allocator, counting from the run's start): memory in use, without
+//!   what the allocator keeps after freeing, which RSS includes.
 //!
 //! With `KINFORMER_BENCH_TRACE` set, every sample is printed to stderr after the run.
 
@@ -119,7 +122,11 @@ fn s0() -> Result<Metrics, String> {
 }
 
 async fn s0_async() -> Result<Metrics, String> {
-    let config = SoakConfig::new(soak_duration(600), WRITES_PER_S);
+    crate::alloc::start_counting();
+    let config = SoakConfig {
+        live_heap: Some(crate::alloc::live_bytes),
+        ..SoakConfig::new(soak_duration(600), WRITES_PER_S)
+    };
     let server = TestServer::start_with(ServerConfig::for_tests())
         .await
         .map_err(|e| e.to_string())?;
@@ -149,7 +156,10 @@ async fn s0_async() -> Result<Metrics, String> {
     }
     let growth = sample::growth(&report.samples, config.duration)
         .ok_or("too few samples in the run's second half")?;
-    let relists = typed.metrics().reflector.lists + lean.metrics().reflector.lists - 2;
+    // NaN where the counting allocator is not installed (the runner's binary installs it).
+    let (heap_start, heap_end) = growth.heap_mib.unwrap_or((f64::NAN, f64::NAN));
+    let relists =
+        (typed.metrics().reflector.lists + lean.metrics().reflector.lists).saturating_sub(2);
     eprintln!(
         "S0: {:?}, {} writes, faults {:?}, {} checkpoints (slowest catch-up {:?})",
         report.elapsed,
@@ -166,9 +176,10 @@ async fn s0_async() -> Result<Metrics, String> {
     if std::env::var_os("KINFORMER_BENCH_TRACE").is_some() {
         for s in &report.samples {
             eprintln!(
-                "S0 sample {:.1} s: rss {:.1} MiB, {} tasks, {} fds",
+                "S0 sample {:.1} s: rss {:.1} MiB, heap {:.1} MiB, {} tasks, {} fds",
                 s.at.as_secs_f64(),
                 s.rss_mib,
+                s.heap_mib.unwrap_or(f64::NAN),
                 s.tasks,
                 s.fds
             );
@@ -194,5 +205,11 @@ async fn s0_async() -> Result<Metrics, String> {
         ("cache_mismatches".into(), report.mismatches() as f64),
         ("checkpoints".into(), report.checkpoints.len() as f64),
         ("relists".into(), relists as f64),
+        ("heap_start_mib".into(), heap_start),
+        ("heap_end_mib".into(), heap_end),
+        (
+            "heap_growth_pct".into(),
+            (heap_end - heap_start) / heap_start * 100.0,
+        ),
     ])
 }

@@ -14,14 +14,21 @@ pub struct Sample {
     pub tasks: usize,
     /// Open file descriptors (entries of /proc/self/fd).
     pub fds: usize,
+    /// Live heap bytes in MiB, where the process counts them (the bench's counting allocator).
+    pub heap_mib: Option<f64>,
 }
 
-/// Takes a sample now. Must run inside a tokio runtime.
+/// Reads the live heap bytes (e.g. [`live_bytes`](crate::alloc::live_bytes)).
+pub type LiveHeap = fn() -> usize;
+
+/// Takes a sample now, with the live heap if `live_heap` reads it. Must run inside a tokio
+/// runtime.
 ///
 /// # Errors
 /// /proc/self/status or /proc/self/fd could not be read (not Linux).
-pub fn sample(at: Duration) -> Result<Sample, String> {
+pub fn sample(at: Duration, live_heap: Option<LiveHeap>) -> Result<Sample, String> {
     Ok(Sample {
+        heap_mib: live_heap.map(|f| f() as f64 / (1024.0 * 1024.0)),
         at,
         rss_mib: rss_mib()?,
         tasks: tokio::runtime::Handle::current()
@@ -84,6 +91,9 @@ pub struct Growth {
     pub tasks_growth: f64,
     /// Median open descriptors at the end minus at the start.
     pub fds_growth: f64,
+    /// Median live heap at the start and at the end, MiB, where the samples have it: unlike
+    /// RSS, it does not count what the allocator keeps after freeing.
+    pub heap_mib: Option<(f64, f64)>,
 }
 
 /// The growth over the second half of `samples` (in time order, covering the run); `None`
@@ -109,6 +119,10 @@ pub fn growth(samples: &[Sample], run: Duration) -> Option<Growth> {
         rss_growth_pct: (rss_end_mib - rss_start_mib) / rss_start_mib * 100.0,
         tasks_growth: med(last, |s| s.tasks as f64) - med(first, |s| s.tasks as f64),
         fds_growth: med(last, |s| s.fds as f64) - med(first, |s| s.fds as f64),
+        heap_mib: half.iter().all(|s| s.heap_mib.is_some()).then(|| {
+            let heap = |s: &Sample| s.heap_mib.unwrap_or(0.0);
+            (med(first, heap), med(last, heap))
+        }),
     })
 }
 
@@ -133,6 +147,7 @@ mod tests {
             rss_mib: rss,
             tasks,
             fds,
+            heap_mib: None,
         }
     }
 
@@ -155,6 +170,7 @@ mod tests {
         assert!((g.rss_growth_pct - 10.0).abs() < 1e-9);
         assert_eq!(g.tasks_growth, 2.0);
         assert_eq!(g.fds_growth, 0.0);
+        assert_eq!(g.heap_mib, None);
         assert!(growth(&samples[..17], run).is_none());
     }
 
@@ -163,7 +179,10 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let now = rt.block_on(async { sample(Duration::ZERO) }).unwrap();
+        let now = rt
+            .block_on(async { sample(Duration::ZERO, Some(|| 3 << 20)) })
+            .unwrap();
+        assert_eq!(now.heap_mib, Some(3.0));
         assert!(now.rss_mib > 1.0, "{now:?}");
         assert!(now.fds >= 3, "{now:?}");
     }
