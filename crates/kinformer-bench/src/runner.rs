@@ -266,8 +266,8 @@ pub fn unit_of(metric: &str) -> &'static str {
     }
 }
 
-/// The median of `values` (mean of the middle two for an even count).
-fn median(values: &mut [f64]) -> f64 {
+/// The median of `values` (mean of the middle two for an even count); NaN for none.
+pub(crate) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     let n = values.len();
     match n {

@@ -107,7 +107,7 @@ pub fn growth(samples: &[Sample], run: Duration) -> Option<Growth> {
     let (first, last) = (&half[..window], &half[half.len() - window..]);
     let med = |part: &[&Sample], f: fn(&Sample) -> f64| {
         let mut v: Vec<f64> = part.iter().map(|s| f(s)).collect();
-        median(&mut v)
+        crate::runner::median(&mut v)
     };
     let rss_start_mib = med(first, |s| s.rss_mib);
     let rss_end_mib = med(last, |s| s.rss_mib);
@@ -124,17 +124,6 @@ pub fn growth(samples: &[Sample], run: Duration) -> Option<Growth> {
             (med(first, heap), med(last, heap))
         }),
     })
-}
-
-/// The median (mean of the middle two for an even count); NaN for none.
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => values[n / 2],
-        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
 }
 
 #[cfg(test)]
