@@ -128,6 +128,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::group::rows_to_metrics;
 use crate::group::{BenchError, Group, Metrics};
+use crate::proc_status::{own_mib, peak_rss_mib, status_mib};
 use crate::realistic::RealisticPods;
 
 /// The `informer` group.
@@ -941,7 +942,7 @@ async fn relist(
     server: &mut ServerProcess,
     listed: &dyn Fn() -> u64,
 ) -> Result<(f64, f64), String> {
-    let before = rss_mib("VmRSS:")?;
+    let before = own_mib("VmRSS:")?;
     // Writing 5 to clear_refs resets VmHWM to the current RSS.
     std::fs::write("/proc/self/clear_refs", "5")
         .map_err(|e| format!("resetting the peak RSS: {e}"))?;
@@ -1218,28 +1219,6 @@ fn cpu_ms() -> Result<f64, String> {
         [user, system] => Ok((user + system) * 10.0),
         _ => Err("no CPU times in /proc/self/stat".into()),
     }
-}
-
-/// Peak resident set size (VmHWM) of this process in MiB.
-pub(crate) fn peak_rss_mib() -> Result<f64, String> {
-    rss_mib("VmHWM:")
-}
-
-/// A size line of /proc/self/status (`VmHWM:`, `VmRSS:`) in MiB.
-fn rss_mib(field: &str) -> Result<f64, String> {
-    status_mib("/proc/self/status", field)
-}
-
-/// A size line (`VmHWM:`, `VmRSS:`) of a process's status file in MiB.
-fn status_mib(path: &str, field: &str) -> Result<f64, String> {
-    let status = std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kib| kib.parse::<f64>().ok())
-        .map(|kib| kib / 1024.0)
-        .ok_or_else(|| format!("no {field} in {path}"))
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::testing::FakeListerWatcher;
 use kinformer::cache::{HasSynced, InformerOptions, ResourceEventHandler, SharedIndexInformer};
 use kinformer_apiserver::BenchPod;
+
+use crate::proc_status::peak_rss_mib;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -69,22 +71,6 @@ impl ResourceEventHandler<Pod> for Counter {
             self.all_updates.notify_one();
         }
     }
-}
-
-/// Peak resident set size (VmHWM) in MiB, from /proc/self/status.
-fn peak_rss_mib() -> Result<f64, String> {
-    let status = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("reading /proc/self/status: {e}"))?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .ok_or("no VmHWM line in /proc/self/status")?;
-    let kib: f64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| format!("unparsable line {line:?}"))?;
-    Ok(kib / 1024.0)
 }
 
 /// With `KINFORMER_BENCH_TRACE` set, prints the peak RSS at a phase boundary to stderr.

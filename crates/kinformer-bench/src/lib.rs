@@ -20,6 +20,7 @@ mod group;
 mod informer;
 mod plot;
 pub mod pod_lite;
+pub(crate) mod proc_status;
 mod realistic;
 pub mod runner;
 mod sharding;

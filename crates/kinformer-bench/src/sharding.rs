@@ -328,7 +328,7 @@ async fn replica(url: &str, identity: &str) -> Result<(), String> {
             informer.get_indexer().len(),
             u8::from(informer.has_synced()),
             u8::from(sharder.is_leader()),
-            crate::e1::peak_rss_mib().unwrap_or(0.0)
+            crate::proc_status::peak_rss_mib().unwrap_or(0.0)
         );
         if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
             break;

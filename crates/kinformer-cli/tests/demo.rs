@@ -99,13 +99,21 @@ fn namespaces(server: &kinformer_apiserver::ApiServer) -> Vec<String> {
         .collect()
 }
 
+/// An embedded server on a runtime of its own (kept alive with it).
 // A test helper: the embedded server must start.
 #[allow(clippy::expect_used)]
-fn remote_demo(extra: &[&str]) -> (bool, String, Vec<String>) {
+fn start_server(
+    config: kinformer_apiserver::ServerConfig,
+) -> (tokio::runtime::Runtime, kinformer_apiserver::TestServer) {
     let rt = tokio::runtime::Runtime::new().expect("a runtime");
     let server = rt
-        .block_on(kinformer_apiserver::TestServer::start())
+        .block_on(kinformer_apiserver::TestServer::start_with(config))
         .expect("the server starts");
+    (rt, server)
+}
+
+fn remote_demo(extra: &[&str]) -> (bool, String, Vec<String>) {
+    let (_rt, server) = start_server(kinformer_apiserver::ServerConfig::for_tests());
     let url = server.url();
     let mut args = vec![
         "--server",
@@ -153,15 +161,12 @@ fn cluster_demo(
     name: &str,
     prepare: impl FnOnce(&kinformer_apiserver::ApiServer),
 ) -> (bool, String) {
-    let rt = tokio::runtime::Runtime::new().expect("a runtime");
     // A control plane serves nodes, even when it has none.
     let mut config = kinformer_apiserver::ServerConfig::for_tests();
     config.resources.push(kinformer_apiserver::ResourceDef::new(
         "", "v1", "nodes", "Node", false,
     ));
-    let server = rt
-        .block_on(kinformer_apiserver::TestServer::start_with(config))
-        .expect("the server starts");
+    let (_rt, server) = start_server(config);
     prepare(&server);
     let kubeconfig = std::env::temp_dir().join(format!(
         "kinformer-{name}-{}.kubeconfig",

@@ -112,6 +112,13 @@ impl ReflectorSink<ConfigMap> for Recorder {
 }
 
 impl Recorder {
+    /// A recorder that takes lists page by page.
+    fn paged() -> Self {
+        Self {
+            paged: true,
+            ..Self::default()
+        }
+    }
     fn ops(&self) -> Vec<Op> {
         self.ops.lock().clone()
     }
@@ -403,10 +410,7 @@ async fn a_paged_list_tells_the_sink_its_size_once_from_the_first_page() {
     for i in 0..5 {
         lw.add(cm(&format!("cm-{i}"))).unwrap();
     }
-    let paged = Recorder {
-        paged: true,
-        ..Recorder::default()
-    };
+    let paged = Recorder::paged();
     let options = ReflectorOptions {
         page_size: Some(2),
         ..list_watch_options()
@@ -811,10 +815,7 @@ async fn watch_list_hands_its_initial_state_to_a_paged_sink_page_by_page() {
     for i in 0..1_200 {
         lw.add(cm(&format!("cm-{i:04}"))).unwrap();
     }
-    let paged = Recorder {
-        paged: true,
-        ..Recorder::default()
-    };
+    let paged = Recorder::paged();
     let r = start_with(lw.clone(), paged, ReflectorOptions::default(), None);
     eventually("finish", || {
         r.sink.count(|o| matches!(o, Op::FinishPaged(_))) == 1
@@ -862,10 +863,7 @@ async fn a_deleted_initial_event_makes_a_paged_sink_list_instead() {
         WatchStep::Event(WatchEvent::Bookmark(Bookmark::initial_events_end("8"))),
         WatchStep::Pending,
     ]);
-    let paged = Recorder {
-        paged: true,
-        ..Recorder::default()
-    };
+    let paged = Recorder::paged();
     let r = start_with(lw.clone(), paged, ReflectorOptions::default(), None);
     eventually("the fallback list", || {
         r.sink.count(|o| matches!(o, Op::FinishPaged(_))) == 1

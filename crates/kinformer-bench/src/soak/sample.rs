@@ -30,7 +30,7 @@ pub fn sample(at: Duration, live_heap: Option<LiveHeap>) -> Result<Sample, Strin
     Ok(Sample {
         heap_mib: live_heap.map(|f| f() as f64 / (1024.0 * 1024.0)),
         at,
-        rss_mib: rss_mib()?,
+        rss_mib: crate::proc_status::own_mib("VmRSS:")?,
         tasks: tokio::runtime::Handle::current()
             .metrics()
             .num_alive_tasks(),
@@ -51,24 +51,6 @@ pub fn trim_allocator() {
     unsafe {
         libc::malloc_trim(0);
     }
-}
-
-/// The current resident set size (VmRSS) in MiB.
-///
-/// # Errors
-/// /proc/self/status is missing or has no parsable VmRSS line.
-pub fn rss_mib() -> Result<f64, String> {
-    let status = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("reading /proc/self/status: {e}"))?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .ok_or("no VmRSS line in /proc/self/status")?;
-    line.split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse::<f64>().ok())
-        .map(|kib| kib / 1024.0)
-        .ok_or_else(|| format!("unparsable line {line:?}"))
 }
 
 /// How the process changed over the second half of a run: the median of the first samples of

@@ -7,9 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kinformer::cache::{
-    DeletedObject, ReadOnlyIndexer, ResourceEventHandler, SharedIndexInformer, meta_namespace_key,
-};
+use kinformer::cache::{DeletedObject, ReadOnlyIndexer, ResourceEventHandler, SharedIndexInformer};
 use kinformer::wait::{BackoffManager, ExponentialBackoffManager};
 use kinformer_apiserver::ApiServer;
 use kube_core::Resource;
@@ -19,8 +17,11 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// `namespace/name → resourceVersion`.
-pub type KeyVersions = BTreeMap<String, u64>;
+// Keys, versions and their differences, as the soak driver reads them.
+pub use kinformer_bench::soak::driver::{
+    KeyVersions, cache_versions as cache_pods, describe_diff, key_of, server_versions,
+    version_of as rv_of,
+};
 
 /// One notification as a handler saw it, per key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,21 +67,6 @@ pub struct Tracker {
     pub changed: Arc<Notify>,
     /// Keep no per-key log (a long run's log would grow with every notification).
     pub no_log: bool,
-}
-
-/// The resourceVersion of an object as a number (0 if missing or not a number).
-pub fn rv_of<K: Resource>(obj: &K) -> u64 {
-    obj.meta()
-        .resource_version
-        .as_deref()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-pub fn key_of<K: Resource>(obj: &K) -> String {
-    meta_namespace_key(obj)
-        .map(|k| k.to_string())
-        .unwrap_or_default()
 }
 
 /// Reads metadata only, so it serves typed and lazy (`Lazy<Pod>`) informers alike.
@@ -206,43 +192,16 @@ impl Tracker {
 /// The server's pods in `namespace` (all namespaces when `None`).
 pub fn server_pods(server: &ApiServer, namespace: Option<&str>) -> KeyVersions {
     let prefix = namespace.map(|ns| format!("{ns}/"));
-    server
-        .store()
-        .keys_and_versions("pods")
+    server_versions(server)
         .unwrap()
         .into_iter()
         .filter(|(k, _)| prefix.as_deref().is_none_or(|p| k.starts_with(p)))
-        .map(|(k, v)| (k, v.parse().unwrap()))
-        .collect()
-}
-
-/// The informer's cache as keys and versions.
-pub fn cache_pods<K: Resource>(cache: &ReadOnlyIndexer<K>) -> KeyVersions {
-    cache
-        .list()
-        .iter()
-        .map(|p| (key_of(p.as_ref()), rv_of(p.as_ref())))
         .collect()
 }
 
 /// Describes how two key/version maps differ (at most a few entries).
 pub fn diff(label: &str, got: &KeyVersions, want: &KeyVersions) -> String {
-    let mut out = Vec::new();
-    for (k, v) in want {
-        match got.get(k) {
-            None => out.push(format!("missing {k}@{v}")),
-            Some(g) if g != v => out.push(format!("{k}@{g} (server @{v})")),
-            Some(_) => {}
-        }
-    }
-    for (k, v) in got {
-        if !want.contains_key(k) {
-            out.push(format!("extra {k}@{v}"));
-        }
-    }
-    let n = out.len();
-    out.truncate(6);
-    format!("{label}: {n} differences: {}", out.join(", "))
+    format!("{label}: {}", describe_diff(got, want))
 }
 
 /// Waits until both the cache and the handler's view equal the server's pods in `namespace`.

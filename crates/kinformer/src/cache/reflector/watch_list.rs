@@ -127,10 +127,7 @@ where
                         %key,
                         "a DELETED event among a watch-list's initial events; listing instead"
                     );
-                    return Some((
-                        Input::WatchListFailed(ErrorClass::Other { retry_after: None }),
-                        None,
-                    ));
+                    return Self::fall_back();
                 }
                 Initial::End(rv) => Some(rv),
             };
