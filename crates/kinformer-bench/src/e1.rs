@@ -74,6 +74,10 @@
 //!   before decoding it and apply relists atomically (`with_stream_lists_above(usize::MAX)`,
 //!   `with_atomic_relists(true)`), as they did before lists streamed: E1CW's and E1W's memory
 //!   figures then show what streaming saves.
+//! - `KINFORMER_BENCH_SYNC_ONLY=1`: the E1 rows end at the sync and report `synced_ms`,
+//!   `peak_rss_mib` and (kinformer) `listed`, the objects its lists handed over, so that a
+//!   sync can be profiled on its own (`perf record` of the bench process; the server is a
+//!   child process of its own).
 //! - `KINFORMER_BENCH_TRACE=1`: the client's peak RSS and CPU time at sync and its CPU time
 //!   after the update burst, the server's write time, and the delivery delays per 250 ms of
 //!   write time (count, mean, max), which show whether a high p99 comes from a few stalls or
@@ -848,6 +852,15 @@ async fn e1(peer: Peer, realistic: bool, lists: Lists) -> Result<Metrics, String
             peak_rss_mib()?,
             cpu_ms()?
         );
+    }
+    if std::env::var_os("KINFORMER_BENCH_SYNC_ONLY").is_some() {
+        cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(30), task).await;
+        return Ok(vec![
+            ("synced_ms".into(), synced_ms),
+            ("peak_rss_mib".into(), peak_rss_mib()?),
+            ("listed".into(), listed.as_ref().map_or(0.0, |l| l() as f64)),
+        ]);
     }
     let updates_s = update_round(&mut server, &progress, PODS, None).await?;
     let (p50, p99) = progress.percentiles();
