@@ -56,7 +56,7 @@ impl JsonDecoder {
             JsonDecoder::SerdeJson => serde_json::from_str(json).map_err(|e| e.to_string()),
             #[cfg(feature = "fast-json")]
             JsonDecoder::SonicRs => {
-                sonic_rs::from_str(json).map_err(|e| crate::cache::meta::sonic_message(&e))
+                sonic_rs::from_str(json).map_err(|e| crate::codec::lazy::sonic_message(&e))
             }
         }
     }
@@ -76,7 +76,7 @@ impl JsonDecoder {
             #[cfg(feature = "fast-json")]
             JsonDecoder::SonicRs => {
                 let raw: SonicList<'_> =
-                    sonic_rs::from_str(body).map_err(|e| crate::cache::meta::sonic_message(&e))?;
+                    sonic_rs::from_str(body).map_err(|e| crate::codec::lazy::sonic_message(&e))?;
                 let items = raw.items.unwrap_or_default();
                 Ok((
                     raw.metadata,
@@ -96,7 +96,7 @@ impl JsonDecoder {
             #[cfg(feature = "fast-json")]
             JsonDecoder::SonicRs => sonic_rs::from_str::<SonicEvent<'_>>(line)
                 .map(|e| (e.kind, e.object.as_raw_cow()))
-                .map_err(|e| crate::cache::meta::sonic_message(&e)),
+                .map_err(|e| crate::codec::lazy::sonic_message(&e)),
         }
     }
 }
@@ -198,7 +198,7 @@ impl<'de> serde::Deserializer<'de> for RawJson<'de> {
 }
 
 fn decode_object<K: DeserializeOwned>(decoder: JsonDecoder, raw: &str) -> Result<K, DecodeError> {
-    let decoded = if crate::cache::meta::is_lazy::<K>() {
+    let decoded = if crate::codec::keeps_bytes::<K>() {
         K::deserialize(RawJson(raw)).map_err(|e| e.to_string())
     } else {
         decoder.decode::<K>(raw)
@@ -252,7 +252,7 @@ pub(crate) fn decode_list_with<K: DeserializeOwned + Send + Sync>(
 /// items and names the bad ones, so a page with a bad item is read twice, up to the bad
 /// item and then item by item.
 fn whole_list<K: DeserializeOwned>(decoder: JsonDecoder, body: &str) -> Option<ObjectList<K>> {
-    if crate::cache::meta::is_lazy::<K>() || require_object(body).is_err() {
+    if crate::codec::keeps_bytes::<K>() || require_object(body).is_err() {
         return None;
     }
     // The whole page on this thread: room for all of its objects (only typed ones get here).
@@ -358,7 +358,7 @@ pub(crate) fn decode_items<K: DeserializeOwned + Send + Sync, I: AsRef<str> + Sy
 /// (`{"kind":…,"apiVersion":…,"metadata":{…},"items":[…]}`). `None` without a token, when
 /// `items` comes first, or when the body is not a list (its decode reports that).
 pub(crate) fn continue_token_ahead(body: &[u8]) -> Option<String> {
-    let metadata: ListMeta = crate::cache::meta::member_ahead(body, "metadata", &["items"])
+    let metadata: ListMeta = crate::codec::member_ahead(body, "metadata", &["items"])
         .ok()
         .flatten()?;
     metadata.continue_.filter(|c| !c.is_empty())

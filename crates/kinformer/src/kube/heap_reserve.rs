@@ -49,8 +49,12 @@ const MAX_BLOCKS: usize = MAX_RESERVE.div_ceil(MAX_BLOCK);
 
 /// The bytes to reserve per item for `items` objects of type `K` decoded from `body_len`
 /// bytes of `wire`: `0` for `Lazy` objects (see the module docs).
-pub(crate) fn per_item<K>(body_len: usize, items: usize, wire: Wire) -> usize {
-    if crate::cache::meta::is_lazy::<K>() || items == 0 {
+pub(crate) fn per_item<K: serde::de::DeserializeOwned>(
+    body_len: usize,
+    items: usize,
+    wire: Wire,
+) -> usize {
+    if crate::codec::keeps_bytes::<K>() || items == 0 {
         return 0;
     }
     let expansion = match wire {
@@ -62,12 +66,12 @@ pub(crate) fn per_item<K>(body_len: usize, items: usize, wire: Wire) -> usize {
 
 /// The bytes to reserve for the typed objects of a `body_len`-byte body of `wire` decoded as
 /// a whole: `0` for `Lazy` objects.
-pub(crate) fn for_body<K>(body_len: usize, wire: Wire) -> usize {
+pub(crate) fn for_body<K: serde::de::DeserializeOwned>(body_len: usize, wire: Wire) -> usize {
     per_item::<K>(body_len, 1, wire)
 }
 
 /// Makes room for the typed objects of a `body_len`-byte body of `wire` (see [`for_body`]).
-pub(crate) fn reserve_for_body<K>(body_len: usize, wire: Wire) {
+pub(crate) fn reserve_for_body<K: serde::de::DeserializeOwned>(body_len: usize, wire: Wire) {
     reserve(for_body::<K>(body_len, wire));
 }
 

@@ -412,10 +412,13 @@ impl<K> KubeListerWatcher<K> {
 
     /// Whether to ask for protobuf; if so, and objects are decoded in full, the schema is
     /// built meanwhile.
-    fn protobuf_prepared(&self) -> bool {
+    fn protobuf_prepared(&self) -> bool
+    where
+        K: DeserializeOwned,
+    {
         let raw = self.asks_for_protobuf();
         #[cfg(feature = "protobuf")]
-        if raw && !crate::cache::meta::is_lazy::<K>() {
+        if raw && !crate::codec::keeps_bytes::<K>() {
             protobuf::prepare_schema();
         }
         raw
@@ -427,7 +430,10 @@ impl<K> KubeListerWatcher<K> {
     fn fetch_list(
         &self,
         options: &ListOptions,
-    ) -> impl Future<Output = Result<ListBody, ListWatchError>> + Send + use<K> {
+    ) -> impl Future<Output = Result<ListBody, ListWatchError>> + Send + use<K>
+    where
+        K: DeserializeOwned,
+    {
         let raw = self.protobuf_prepared();
         let req = raw.then(|| self.list_request_as(options, true));
         let json_req = self.list_request_as(options, false);

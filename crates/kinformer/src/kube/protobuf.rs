@@ -70,7 +70,7 @@ pub fn decode_list<K: DeserializeOwned + Send + Sync + 'static>(
     let not_a_list = |e: kinformer_protobuf::Error| {
         DecodeError::new(format!("list response is not a protobuf list: {e}"))
     };
-    if crate::cache::meta::is_lazy::<K>() {
+    if crate::codec::keeps_bytes::<K>() {
         // A `Lazy` keeps each item as an enveloped object of the list's item kind; the list
         // is split without the schema, which a metadata-only informer never needs.
         let list = RawList::parse(body).map_err(not_a_list)?;
@@ -161,7 +161,7 @@ impl<'de> serde::Deserializer<'de> for RawBytes {
 }
 
 fn decode_object<K: DeserializeOwned + 'static>(object: &[u8]) -> Result<K, DecodeError> {
-    let decoded = if crate::cache::meta::is_lazy::<K>() {
+    let decoded = if crate::codec::keeps_bytes::<K>() {
         K::deserialize(RawBytes(object.to_vec())).map_err(|e| e.to_string())
     } else {
         kinformer_protobuf::from_slice_owned::<K>(object).map_err(|e| e.to_string())

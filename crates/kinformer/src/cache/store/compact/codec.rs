@@ -12,12 +12,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use zstd::zstd_safe::{self, CCtx, DCtx};
 
-use crate::cache::meta::{Lazy, StoredBody, deferred};
 use crate::cache::store::CodecError;
 use crate::cache::store::compact::dictionary::Dictionary;
 use crate::cache::store::compact::drift::Drift;
 use crate::cache::store::compact::trial::{Trial, Verdict};
 use crate::cache::store::{CompactOptions, Format};
+use crate::codec::lazy::{Lazy, StoredBody, deferred};
 
 /// One stored object: a tag byte, the object's resourceVersion (a length byte, then its bytes),
 /// then the payload.

@@ -42,7 +42,7 @@ pub(crate) fn sonic_message(e: &sonic_rs::Error) -> String {
 /// Kubernetes writes `metadata` right after `kind` and `apiVersion`, so this reads a few
 /// hundred bytes of a pod instead of all of it.
 pub(super) fn metadata_first(json: &str) -> Result<MetaView, serde_json::Error> {
-    crate::cache::meta::member_ahead_str(json, "metadata", &[]).map(Option::unwrap_or_default)
+    crate::codec::member_ahead_str(json, "metadata", &[]).map(Option::unwrap_or_default)
 }
 
 /// The top level of an object, of which only `metadata` is read.

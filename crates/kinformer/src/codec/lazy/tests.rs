@@ -293,9 +293,12 @@ fn a_body_that_cannot_be_read_back_gives_empty_metadata_and_errors() {
 
 #[test]
 fn lazy_types_are_recognised_for_the_wire_choice() {
-    assert!(super::is_lazy::<Lazy<Pod>>());
-    assert!(!super::is_lazy::<Pod>());
-    assert!(!super::is_lazy::<Vec<Lazy<Pod>>>());
+    assert!(super::keeps_bytes::<Lazy<Pod>>());
+    assert!(super::keeps_bytes::<Lazy<kube_core::DynamicObject>>());
+    assert!(!super::keeps_bytes::<Pod>());
+    assert!(!super::keeps_bytes::<kube_core::DynamicObject>());
+    assert!(!super::keeps_bytes::<Vec<Lazy<Pod>>>());
+    assert!(!super::keeps_bytes::<Option<Lazy<Pod>>>());
 }
 
 #[cfg(feature = "protobuf")]
@@ -361,7 +364,7 @@ mod protobuf {
     /// protobuf cannot tell from absent, are not).
     fn metadata_cases() -> Vec<(serde_json::Value, bool)> {
         let realistic: serde_json::Value = serde_json::from_str(include_str!(
-            "../../../../../kinformer-protobuf/tests/data/realistic-pod.json"
+            "../../../../kinformer-protobuf/tests/data/realistic-pod.json"
         ))
         .unwrap();
         let pod = |metadata: serde_json::Value| {

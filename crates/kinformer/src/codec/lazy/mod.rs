@@ -45,7 +45,7 @@ use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::cache::listwatch::DecodeError;
+use crate::codec::DecodeError;
 #[cfg(all(feature = "fast-json", feature = "kube"))]
 pub(crate) use meta::sonic_message;
 use meta::{Envelope, MetaView, VIEW_KEYS};
@@ -57,13 +57,67 @@ pub fn full_decodes() -> u64 {
     FULL_DECODES.load(Ordering::Relaxed)
 }
 
-/// True if `T` is a `Lazy<_>`: a lister-watcher hands it the object's bytes as they arrived
+/// True if `K` is a `Lazy<_>`: a lister-watcher hands it the object's bytes as they arrived
 /// instead of decoding them, compact storage its stored bytes to read when needed.
+///
+/// `K` is only known to be `DeserializeOwned` (a trait of the codec's would have to be
+/// implemented by every resource type, CRDs included, and stable Rust cannot let `Lazy`
+/// override a blanket impl), so `K`'s own `Deserialize` is asked: a `Lazy` reads binary
+/// formats as the newtype [`LAZY`], and the probe deserializer notes that name and fails at
+/// once, without allocating, whatever `K` is.
 #[cfg_attr(not(any(feature = "kube", feature = "compact")), allow(dead_code))]
-pub(crate) fn is_lazy<T: ?Sized>() -> bool {
-    let unit = std::any::type_name::<Lazy<()>>();
-    let prefix = unit.strip_suffix("()>").unwrap_or(unit);
-    std::any::type_name::<T>().starts_with(prefix)
+pub(crate) fn keeps_bytes<K: DeserializeOwned>() -> bool {
+    let is_lazy = std::cell::Cell::new(false);
+    let _ = K::deserialize(Probe(&is_lazy));
+    is_lazy.get()
+}
+
+/// The deserializer of [`keeps_bytes`]: notes whether a newtype named [`LAZY`] is asked for,
+/// fails every call.
+struct Probe<'a>(&'a std::cell::Cell<bool>);
+
+/// The error of [`Probe`]: nothing to say, nothing allocated.
+#[derive(Debug)]
+struct Probed;
+
+impl fmt::Display for Probed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("probed")
+    }
+}
+
+impl std::error::Error for Probed {}
+
+impl de::Error for Probed {
+    fn custom<T: fmt::Display>(_: T) -> Self {
+        Probed
+    }
+}
+
+impl<'de> Deserializer<'de> for Probe<'_> {
+    type Error = Probed;
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Probed> {
+        Err(Probed)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        _: V,
+    ) -> Result<V::Value, Probed> {
+        self.0.set(name == LAZY);
+        Err(Probed)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
 }
 
 /// An object whose metadata is parsed and whose body stays as it arrived (JSON, or an
@@ -147,7 +201,7 @@ thread_local! {
 pub(crate) fn deferred<K: DeserializeOwned>(
     stored: impl FnOnce() -> Arc<dyn StoredBody>,
 ) -> Option<K> {
-    if !is_lazy::<K>() {
+    if !keeps_bytes::<K>() {
         return None;
     }
     HANDOFF.with(|slot| *slot.borrow_mut() = Some(stored()));
