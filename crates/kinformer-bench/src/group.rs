@@ -1,4 +1,5 @@
-//! What every workload group shares: its metrics, its description and its errors.
+//! What every workload group shares: its metrics, its description, its errors and the
+//! median its runs are summed up by.
 
 /// The metrics of one run, in display order: `(name, value)`.
 pub type Metrics = Vec<(String, f64)>;
@@ -63,4 +64,15 @@ pub enum BenchError {
     /// The chart could not be drawn.
     #[error("plot: {0}")]
     Plot(String),
+}
+
+/// The median of `values` (mean of the middle two for an even count); NaN for none.
+pub(crate) fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
 }

@@ -29,8 +29,8 @@ use std::process::{Command, Stdio};
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 
-use crate::group::rows_to_metrics;
 pub use crate::group::{BenchError, Group, Metrics};
+use crate::group::{median, rows_to_metrics};
 use crate::{cache, e1, plot, workqueue};
 
 /// Every group; `all` runs them in this order.
@@ -263,17 +263,6 @@ pub fn unit_of(metric: &str) -> &'static str {
         "%"
     } else {
         "count"
-    }
-}
-
-/// The median of `values` (mean of the middle two for an even count); NaN for none.
-pub(crate) fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => values[n / 2],
-        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
     }
 }
 

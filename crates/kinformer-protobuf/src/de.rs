@@ -43,30 +43,6 @@ pub(crate) fn from_message<'de, T: de::Deserialize<'de>>(
     })
 }
 
-/// As [`from_message`], for an owned type: a k8s-openapi type with a direct path (feature
-/// `k8s-openapi`) is built by it, which decodes the same value.
-pub(crate) fn from_message_owned<T: de::DeserializeOwned + 'static>(
-    schema: &'static Schema,
-    id: MessageId,
-    bytes: &[u8],
-    type_meta: Option<(&str, &str)>,
-) -> Result<T, Error> {
-    #[cfg(feature = "k8s-openapi")]
-    {
-        let m = MessageDe {
-            schema,
-            id,
-            bytes,
-            depth: 0,
-            type_meta,
-        };
-        if let Some(decoded) = crate::typed::decode(m) {
-            return Ok(decoded);
-        }
-    }
-    from_message(schema, id, bytes, type_meta)
-}
-
 /// One message.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MessageDe<'de> {

@@ -36,6 +36,7 @@ mod kinds;
 mod list;
 mod list_stream;
 mod meta;
+mod owned;
 mod raw_list;
 mod schema;
 mod ser;
@@ -127,7 +128,7 @@ pub fn from_slice_owned<T: serde::de::DeserializeOwned + 'static>(
     bytes: &[u8],
 ) -> Result<T, Error> {
     let (schema, id, env) = opened(bytes)?;
-    de::from_message_owned(schema, id, env.raw, Some((env.api_version, env.kind)))
+    owned::from_message_owned(schema, id, env.raw, Some((env.api_version, env.kind)))
 }
 
 /// Encodes `value` (an object of `api_version` and `kind`) as an enveloped object. Its own

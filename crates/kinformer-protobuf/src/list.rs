@@ -264,7 +264,7 @@ impl<'a> Item<'a> {
     /// # Errors
     /// As [`decode`](Item::decode).
     pub fn decode_owned<T: serde::de::DeserializeOwned + 'static>(&self) -> Result<T, Error> {
-        de::from_message_owned(self.schema, self.id, self.bytes, None)
+        crate::owned::from_message_owned(self.schema, self.id, self.bytes, None)
     }
 
     /// The item's message bytes.

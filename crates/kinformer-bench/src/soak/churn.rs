@@ -13,7 +13,8 @@ use serde_json::json;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::informers::SOAK_LABEL;
+/// The label the writer's patches set.
+pub const SOAK_LABEL: &str = "soak";
 
 /// Writes made so far, by kind.
 #[derive(Debug, Default)]

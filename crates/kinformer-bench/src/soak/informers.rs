@@ -25,10 +25,9 @@ use kube::{Api, Client, Resource};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+pub use super::churn::SOAK_LABEL;
 use super::driver::{KeyVersions, Subject, cache_versions, key_of, version_of};
 
-/// The label the writer's patches set ([`Churn`](super::Churn)).
-pub const SOAK_LABEL: &str = "soak";
 /// The index by [`SOAK_LABEL`].
 pub const SOAK_INDEX: &str = "by-soak";
 

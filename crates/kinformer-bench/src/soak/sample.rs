@@ -89,7 +89,7 @@ pub fn growth(samples: &[Sample], run: Duration) -> Option<Growth> {
     let (first, last) = (&half[..window], &half[half.len() - window..]);
     let med = |part: &[&Sample], f: fn(&Sample) -> f64| {
         let mut v: Vec<f64> = part.iter().map(|s| f(s)).collect();
-        crate::runner::median(&mut v)
+        crate::group::median(&mut v)
     };
     let rss_start_mib = med(first, |s| s.rss_mib);
     let rss_end_mib = med(last, |s| s.rss_mib);
