@@ -83,6 +83,7 @@ mod writes;
 pub use capabilities::ServerCapabilities;
 pub use factory::KubeClient;
 pub use wire::Wire;
+use wire::{KubeReadError, continue_token_ahead, decode_whole, watch_events};
 pub use writes::{create, create_with, replace, replace_with};
 
 pub use decode::{decode_list, decode_watch_line};
@@ -106,9 +107,9 @@ use serde::de::DeserializeOwned;
 use list_stream::ListBody;
 
 use crate::cache::listwatch::{
-    DecodeError, ListOptions, ListWatchError, ListerWatcher, NextPage, ObjectList, PrefetchedPage,
-    ResourceVersionMatch, Selectors, TransportErrorKind, WatchEvent, WatchListSupport,
-    WatchOptions, WatchStream,
+    ListOptions, ListWatchError, ListerWatcher, NextPage, ObjectList, PrefetchedPage,
+    ResourceVersionMatch, Selectors, TransportErrorKind, WatchListSupport, WatchOptions,
+    WatchStream,
 };
 
 /// How long past its `timeoutSeconds` a silent watch is kept open.
@@ -732,58 +733,6 @@ async fn fetch_list_body(
     let content_type = content_type(&res);
     let body = res.into_body().into_data_stream();
     list_stream::read(content_type, body, stream).await
-}
-
-/// A whole list body's continue token, found without decoding the items (`None` when it is
-/// not found that way, see [`decode::continue_token_ahead`]).
-fn continue_token_ahead(content_type: &str, body: &[u8]) -> Option<String> {
-    #[cfg(feature = "protobuf")]
-    if protobuf::is_protobuf(content_type) {
-        return protobuf::continue_token_ahead(body);
-    }
-    let _ = content_type;
-    decode::continue_token_ahead(body)
-}
-
-/// A whole list body, decoded by its content type.
-fn decode_whole<K: DeserializeOwned + Send + Sync + 'static>(
-    content_type: &str,
-    body: &[u8],
-) -> Result<ObjectList<K>, ListWatchError> {
-    #[cfg(feature = "protobuf")]
-    if protobuf::is_protobuf(content_type) {
-        return protobuf::decode_list::<K>(body);
-    }
-    let _ = content_type;
-    let text = std::str::from_utf8(body).map_err(|e| {
-        ListWatchError::Decode(DecodeError::new(format!("list response is not UTF-8: {e}")))
-    })?;
-    decode::decode_list::<K>(text)
-}
-
-/// The events of a watch body, by its content type.
-fn watch_events<K>(
-    content_type: &str,
-    body: impl futures::Stream<Item = Result<bytes::Bytes, ::kube::Error>> + Send + Unpin + 'static,
-) -> futures::stream::BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>
-where
-    K: DeserializeOwned + Send + Sync + 'static,
-{
-    #[cfg(feature = "protobuf")]
-    if protobuf::is_protobuf(content_type) {
-        return protobuf::events::<K, _, _>(body.map_err(KubeReadError)).boxed();
-    }
-    let _ = content_type;
-    lines::json_events::<K, _, _>(body.map_err(KubeReadError)).boxed()
-}
-
-/// A read error of a watch body.
-struct KubeReadError(::kube::Error);
-
-impl From<KubeReadError> for ListWatchError {
-    fn from(e: KubeReadError) -> Self {
-        error::from_kube(e.0)
-    }
 }
 
 /// `fut`, failed with a transport error if it has not finished within `limit`.
