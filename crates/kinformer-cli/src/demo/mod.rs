@@ -15,6 +15,7 @@
 
 mod backend;
 mod chaos;
+use chaos::run_chaos;
 pub mod connect;
 // The controller lives in the crate's library, shared with the `replicaset_controller` example.
 pub use kinformer_cli::controller;
@@ -40,11 +41,9 @@ use kinformer::leaderelection::{LeaderElectionConfig, LeaderElector, LeaseLock};
 use kinformer::workqueue::{
     QueueConfig, RateLimitingQueue, WithMaxWait, default_controller_rate_limiter,
 };
-use kinformer_apiserver::{ApiServer, Fault, FaultRule, ServerConfig, Target};
+use kinformer_apiserver::{ApiServer, ServerConfig};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -53,7 +52,6 @@ use chaos::ChaosLevel;
 use connect::ConnectArgs;
 use controller::{ControllerStats, ReplicaSetController};
 use kubelet::Kubelet;
-use scenario::{Action, Scenario};
 use verify::Verification;
 
 use crate::store_mode::StoreMode;
@@ -635,168 +633,4 @@ async fn check(backend: &Backend, controller: &ReplicaSetController) -> Verifica
         &controller.replicasets().get_indexer().list(),
         &controller.pods().get_indexer().list(),
     )
-}
-
-/// What the chaos phase did.
-#[derive(Debug, Default)]
-struct ChaosDone {
-    scaled: usize,
-    added: usize,
-    deleted: usize,
-    killed: usize,
-    outages: usize,
-    compactions: usize,
-    watch_drops: usize,
-    failed: usize,
-}
-
-impl ChaosDone {
-    fn describe(&self) -> String {
-        format!(
-            "scaled {}, added {}, deleted {} ReplicaSets, killed {} pods, {} outage(s), {} compaction(s), {} times all watches dropped{}",
-            self.scaled,
-            self.added,
-            self.deleted,
-            self.killed,
-            self.outages,
-            self.compactions,
-            self.watch_drops,
-            if self.failed > 0 {
-                format!(", {} actions failed", self.failed)
-            } else {
-                String::new()
-            }
-        )
-    }
-}
-
-/// A server-side event of the chaos phase.
-#[derive(Debug, Clone, Copy)]
-enum ServerEvent {
-    /// Every request fails with 500 until the outage ends.
-    OutageStart,
-    /// Back to the level's random faults.
-    OutageEnd,
-    /// Compact the history and end every watch: the resumed watches get 410 Gone and relist.
-    Compact,
-    /// End every open watch: the reflectors resume from their last resourceVersion.
-    DropWatches,
-}
-
-impl ServerEvent {
-    fn apply(self, faults: &kinformer_apiserver::Faults, level: ChaosLevel, done: &mut ChaosDone) {
-        match self {
-            ServerEvent::OutageStart => {
-                done.outages += 1;
-                faults.add_rule(FaultRule::random(Fault::InternalError, 1.0).on(Target::Any));
-                faults.close_all_watches();
-            }
-            ServerEvent::OutageEnd => {
-                faults.clear();
-                for rule in level.rules() {
-                    faults.add_rule(rule);
-                }
-            }
-            ServerEvent::Compact => {
-                done.compactions += 1;
-                faults.inject(Fault::Compact);
-                faults.close_all_watches();
-            }
-            ServerEvent::DropWatches => {
-                done.watch_drops += 1;
-                faults.close_all_watches();
-            }
-        }
-    }
-}
-
-async fn run_chaos(
-    backend: &Backend,
-    scenario: &Scenario,
-    level: ChaosLevel,
-    faults: Option<&kinformer_apiserver::Faults>,
-    seed: u64,
-) -> ChaosDone {
-    let start = Instant::now();
-    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
-    let mut done = ChaosDone::default();
-    let span = scenario.chaos_duration;
-    // Server-side events: an outage half-way, compactions spread over the phase.
-    let mut server_events: Vec<(Duration, ServerEvent)> = Vec::new();
-    if faults.is_some() {
-        if let Some(d) = level.outage() {
-            server_events.push((span / 2, ServerEvent::OutageStart));
-            server_events.push((span / 2 + d, ServerEvent::OutageEnd));
-        }
-        let n = level.compactions();
-        for i in 0..n {
-            let at = span.mul_f64((i as f64 + 0.5) / n as f64);
-            server_events.push((at, ServerEvent::Compact));
-        }
-        let n = level.watch_drops();
-        for i in 0..n {
-            let at = span.mul_f64((i as f64 + 0.25) / n as f64);
-            server_events.push((at, ServerEvent::DropWatches));
-        }
-        server_events.sort_by_key(|(at, _)| *at);
-    }
-    let mut server_events = server_events.into_iter().peekable();
-    for step in &scenario.steps {
-        while let Some((at, _)) = server_events.peek()
-            && *at <= step.at
-        {
-            if let (Some((at, event)), Some(f)) = (server_events.next(), faults) {
-                tokio::time::sleep_until(start + at).await;
-                event.apply(f, level, &mut done);
-            }
-        }
-        tokio::time::sleep_until(start + step.at).await;
-        let r = match &step.action {
-            Action::Scale {
-                namespace,
-                name,
-                replicas,
-            } => {
-                done.scaled += 1;
-                backend.scale_replicaset(namespace, name, *replicas).await
-            }
-            Action::Add(plan) => {
-                done.added += 1;
-                backend.create_replicaset(&plan.to_replicaset()).await
-            }
-            Action::Delete { namespace, name } => {
-                done.deleted += 1;
-                backend.delete_replicaset(namespace, name).await
-            }
-            Action::KillPods(n) => match backend.pods().await {
-                Ok(pods) if !pods.is_empty() => {
-                    let mut r = Ok(());
-                    for _ in 0..*n {
-                        let p = &pods[rng.random_range(0..pods.len())];
-                        let (ns, name) = (
-                            p.metadata.namespace.as_deref().unwrap_or_default(),
-                            p.metadata.name.as_deref().unwrap_or_default(),
-                        );
-                        done.killed += 1;
-                        r = r.and(backend.delete_pod(ns, name).await);
-                    }
-                    r
-                }
-                Ok(_) => Ok(()),
-                Err(e) => Err(e),
-            },
-        };
-        if let Err(e) = r {
-            done.failed += 1;
-            tracing::warn!(error = %e, "chaos action failed");
-        }
-    }
-    for (at, event) in server_events {
-        if let Some(f) = faults {
-            tokio::time::sleep_until(start + at).await;
-            event.apply(f, level, &mut done);
-        }
-    }
-    tokio::time::sleep_until(start + span).await;
-    done
 }

@@ -591,7 +591,7 @@ pub(super) async fn run(args: DemoArgs, count: usize, setup: Setup) -> Result<bo
         (victim, kill_to_settled, added, join)
     };
     let (done, (victim, kill_time, added, join_time)) = tokio::join!(
-        super::run_chaos(&backend, &scenario, chaos, faults.as_ref(), args.seed),
+        super::chaos::run_chaos(&backend, &scenario, chaos, faults.as_ref(), args.seed),
         replica_chaos
     );
     if let Some(f) = &faults {
