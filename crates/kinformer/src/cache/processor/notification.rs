@@ -55,10 +55,8 @@ impl<K: Send + Sync + 'static> Notification<K> {
     /// the state an update replaced, a deleted object, and with compact storage (which keeps
     /// only bytes) every delivered object — is dropped on the indexer's dropping thread rather
     /// than piece by piece on the listener's; an object still held (typed storage's current
-    /// objects) costs a reference count. Measured on E1C (100,000 `Lazy<Pod>` updates over
-    /// HTTP, 2 cores, medians of four batches of 5–6 runs): a listener that freed each
-    /// delivered object itself fell behind under the burst, p99 delivery 10.5–23.3 ms and peak
-    /// RSS 85–121 MiB; handing them over, 8.5–13.7 ms and 63–79 MiB.
+    /// objects) costs a reference count. So a listener spends its time on delivery, not on
+    /// freeing what it delivered (why, with E1C's figures: `docs/benchmarks.md`).
     pub(crate) fn retire(self) {
         match self {
             Notification::Add { obj, .. } => retire(obj),

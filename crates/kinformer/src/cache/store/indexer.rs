@@ -77,10 +77,9 @@ impl<K> Upserted<K> {
 ///   twice.
 /// - Memory: per object, one key string, held by the item map, and the places of its index
 ///   entries (24 bytes inline for up to two indices with one value each). In typed storage an
-///   index entry is the object's `Arc` (8 bytes), so `by_index` needs no second lookup: ≈ 108
-///   bytes per object for the item map and two indices in the W4 workload, excluding the
-///   objects themselves (client-go: 141). In compact storage an entry is the shared key and
-///   the encoding (32 bytes). A value's set keeps room for as many entries as it once held
+///   index entry is the object's `Arc` (8 bytes), so `by_index` needs no second lookup. In
+///   compact storage an entry is the shared key and the encoding (32 bytes). (Measured
+///   bytes per object, against client-go's: `docs/benchmarks.md`, W4.) A value's set keeps room for as many entries as it once held
 ///   until it is empty (as a Go map keeps its buckets).
 ///
 /// Two storages, chosen at construction, behind the same API and semantics:

@@ -107,8 +107,7 @@ impl CompactOptions {
     /// of a cached object costs a lookup instead of a decode, and so does the old object of an
     /// update; written objects enter the cache, and CLOCK eviction keeps the ones read since
     /// the hand last passed. The cache holds typed objects, so it adds up to `objects` times
-    /// a typed object's size (≈ 6 KB for the bench pod) to the compact store's memory; lists
-    /// read past it.
+    /// a typed object's decoded size to the compact store's memory; lists read past it.
     ///
     /// ```
     /// use kinformer::cache::store::CompactOptions;
@@ -138,10 +137,8 @@ impl CompactOptions {
     /// before the next try. Objects already stored keep the dictionary they were written with,
     /// so every dictionary used stays in memory (16 KiB each by default), at most eight.
     ///
-    /// In `kinformer-bench informer` (100,000 bench pods, every pod then updated with an
-    /// annotation the first dictionary never saw) the E1C store takes about 90 B per pod after
-    /// the updates instead of about 155 B; training is about 10–15 ms of CPU on its own
-    /// thread, with a few MiB of scratch memory while it runs.
+    /// Training runs on a thread of its own, with scratch memory of a few times the samples'
+    /// size while it runs. (What retraining saves on the E1C workload: `docs/benchmarks.md`.)
     ///
     /// ```
     /// use kinformer::cache::store::CompactOptions;
