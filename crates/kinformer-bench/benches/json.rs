@@ -122,14 +122,7 @@ fn served_body() -> Result<Vec<u8>, String> {
         seed_bench_pods(server.store(), PODS).map_err(|e| e.to_string())?;
         let uri = server.url().parse().map_err(|e| format!("{e}"))?;
         let client = kube::Client::try_from(kube::Config::new(uri)).map_err(|e| e.to_string())?;
-        let request = http::Request::get("/api/v1/pods")
-            .body(Vec::new())
-            .map_err(|e| e.to_string())?;
-        let body = client
-            .request_text(request)
-            .await
-            .map_err(|e| format!("listing pods: {e}"))?;
-        Ok(body.into_bytes())
+        kinformer_bench::pod_list_json(&client).await
     })
 }
 

@@ -27,7 +27,7 @@ mod sharding;
 pub mod soak;
 pub mod workqueue;
 
-pub use e1::serve_for_bench;
+pub use e1::{pod_list_json, serve_for_bench};
 pub use runner::{
     BenchArgs, BenchError, GROUPS, Group, Metrics, exit_on_error, plot_saved, run, run_one, unit_of,
 };

@@ -65,6 +65,22 @@ fn continue_token(body: &str) -> Option<String> {
     (len > 0).then(|| body[at..at + len].to_string())
 }
 
+/// The whole pod list as a server sends it in JSON (one request, no `limit`): what L0 and the
+/// JSON decoding benchmarks decode.
+///
+/// # Errors
+/// The request failed (as text).
+pub async fn pod_list_json(client: &kube::Client) -> Result<Vec<u8>, String> {
+    let request = http::Request::get("/api/v1/pods")
+        .body(Vec::new())
+        .map_err(|e| e.to_string())?;
+    let body = client
+        .request_text(request)
+        .await
+        .map_err(|e| format!("listing pods: {e}"))?;
+    Ok(body.into_bytes())
+}
+
 /// The decoder an L0 run decodes the list with.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum JsonDecoder {
@@ -77,15 +93,7 @@ pub(super) enum JsonDecoder {
 /// L0 and L0-fast: the served list (fetched whole, outside the timing) decoded into pods.
 pub(super) async fn l0(decoder: JsonDecoder) -> Result<Metrics, String> {
     let server = ServerProcess::spawn(PODS, false, Encode::Json)?;
-    let client = server.client()?;
-    let request = http::Request::get("/api/v1/pods")
-        .body(Vec::new())
-        .map_err(|e| e.to_string())?;
-    let body = client
-        .request_text(request)
-        .await
-        .map_err(|e| format!("listing pods: {e}"))?
-        .into_bytes();
+    let body = pod_list_json(&server.client()?).await?;
     drop(server);
     let start = Instant::now();
     let list: PodItems = match decoder {

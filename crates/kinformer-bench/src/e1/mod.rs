@@ -131,6 +131,7 @@ mod list_decode;
 mod progress;
 mod server;
 
+pub use list_decode::pod_list_json;
 use list_decode::{JsonDecoder, ProtobufDecode, f0, l0, l0p};
 use progress::{Handler, Progress, now_us, update_round};
 pub use server::serve_for_bench;
