@@ -16,5 +16,6 @@ mod paged_tests;
 pub use delta::{Delta, DeltaType};
 pub use delta_fifo::DeltaFifo;
 pub use queue::{DeltaQueue, KnownObjects, PopFuture, Popped, ProcessFn};
-pub use real_fifo::{DEFAULT_MAX_BATCH, INFORMER_MAX_LIVE_BATCH, RealFifo};
+pub(crate) use real_fifo::INFORMER_MAX_LIVE_BATCH;
+pub use real_fifo::{DEFAULT_MAX_BATCH, RealFifo};
 pub use sink::ReflectorSink;

@@ -21,8 +21,8 @@ pub const DEFAULT_MAX_BATCH: usize = 1000;
 
 /// The largest batch an informer's queue hands out past its initial list: a batch's
 /// notifications reach the handlers only once the whole batch is applied, so live batches are
-/// kept short (about 0.1–0.3 ms of work) while an initial list goes in large ones.
-pub const INFORMER_MAX_LIVE_BATCH: usize = 64;
+/// kept short while an initial list goes in large ones.
+pub(crate) const INFORMER_MAX_LIVE_BATCH: usize = 64;
 
 /// One logged delta; the key is `None` exactly for `ReplacedAll`, `SyncAll` and `Bookmark`.
 type Entry<K> = (Option<ObjectKey>, Delta<K>);
@@ -156,7 +156,8 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     }
 
     /// The largest batch a pop hands out once the initial population has been popped (at
-    /// least 1); informers use [`INFORMER_MAX_LIVE_BATCH`].
+    /// least 1); informers use 64, so that a live batch's notifications are not held back
+    /// long.
     pub fn with_max_live_batch(mut self, max: usize) -> Self {
         self.max_live_batch = max.max(1);
         self
