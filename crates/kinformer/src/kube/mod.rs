@@ -3,7 +3,7 @@
 //! [`KubeListerWatcher`] turns the reflector's [`ListOptions`] / [`WatchOptions`] into the
 //! query strings the API server expects and decodes responses object by object, so that one
 //! undecodable object is skipped and reported instead of failing a list. In a watch, an
-//! undecodable line ends the stream with a [`DecodeError`] item:
+//! undecodable line ends the stream with a [`DecodeError`](crate::cache::listwatch::DecodeError) item:
 //! nothing after it is delivered, so no event is skipped (the reflector resumes from its last
 //! synced version).
 //! It works for typed resources (`k8s-openapi`, custom resources), `DynamicObject`, and
