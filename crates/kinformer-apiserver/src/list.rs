@@ -190,7 +190,8 @@ pub async fn list_objects(
     })
 }
 
-/// Lists longer than this are sent as they are rendered, [`LIST_CHUNK`] objects at a time.
+/// Lists longer than this are sent as they are rendered, [`LIST_CHUNK`] objects at a time (JSON:
+/// [`render_list_pieces`]; protobuf: [`list_protobuf_pieces`](crate::media::list_protobuf_pieces)).
 pub const STREAM_LIST_ABOVE: usize = 2_000;
 
 /// The objects rendered per piece of a list sent as it is rendered.

@@ -165,6 +165,61 @@ pub fn list_protobuf(
     Ok(Bytes::from(list.finish()))
 }
 
+/// [`list_protobuf`]'s bytes in pieces rendered as they are asked for (as
+/// [`render_list_pieces`](crate::list::render_list_pieces) sends a JSON list): the envelope
+/// and the list's metadata, then [`LIST_CHUNK`](crate::list::LIST_CHUNK) items at a time, then
+/// the envelope's end. Every item's message is looked up first (encoded once and kept by its
+/// object), since the envelope states the list's length before the list; the whole list is
+/// never held as one buffer.
+///
+/// # Errors
+/// As [`list_protobuf`], before the first byte.
+pub fn list_protobuf_pieces(
+    def: &ResourceDef,
+    rev: u64,
+    items: &[Arc<StoredObject>],
+    cont: Option<String>,
+) -> Result<
+    impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
+    ApiError,
+> {
+    let meta = kinformer_protobuf::ListMeta {
+        resource_version: Some(rev.to_string()),
+        continue_: cont,
+        remaining_item_count: None,
+    };
+    let api_version = def.api_version();
+    let list =
+        kinformer_protobuf::ListBuilder::new(&api_version, &format!("{}List", def.kind), &meta)
+            .map_err(|e| encode_error(def, &e))?;
+    let mut messages = Vec::with_capacity(items.len());
+    for o in items {
+        messages.push(
+            o.protobuf(&api_version, &def.kind)
+                .map_err(|e| encode_error(def, e))?
+                .clone(),
+        );
+    }
+    let head = Bytes::from(list.streamed_head(messages.iter().map(Bytes::len)));
+    let chunk = crate::list::LIST_CHUNK;
+    let pieces = (0..messages.len().div_ceil(chunk)).map(move |c| {
+        let part = &messages[c * chunk..((c + 1) * chunk).min(messages.len())];
+        // Each item is its bytes plus a key and a length of at most 6 bytes.
+        let mut b = Vec::with_capacity(part.iter().map(|m| m.len() + 6).sum());
+        for m in part {
+            list.put_item(&mut b, m);
+        }
+        Ok(Bytes::from(b))
+    });
+    Ok(futures::stream::iter(
+        std::iter::once(Ok(head))
+            .chain(pieces)
+            .chain(std::iter::once(Ok(Bytes::from_static(
+                kinformer_protobuf::ListBuilder::TAIL,
+            )))),
+    ))
+}
+
 /// True if a request body's content type is protobuf.
 pub fn is_protobuf(content_type: &str) -> bool {
     content_type
@@ -264,5 +319,31 @@ mod tests {
         assert!(
             is_protobuf("application/vnd.kubernetes.protobuf; charset=x") && !is_protobuf(JSON)
         );
+    }
+
+    #[test]
+    fn a_list_in_pieces_is_the_list_rendered_whole() {
+        use futures::StreamExt as _;
+        let def = pods();
+        for n in [0, 1, 2_500] {
+            let items: Vec<Arc<StoredObject>> = (0..n)
+                .map(|i| StoredObject::from_value(&crate::bench_pod(i), 7).unwrap())
+                .collect();
+            let cont = (n > 0).then(|| "next".to_string());
+            let whole = list_protobuf(&def, 7, &items, cont.clone()).unwrap();
+            let pieces: Vec<Bytes> = futures::executor::block_on(
+                list_protobuf_pieces(&def, 7, &items, cont)
+                    .unwrap()
+                    .map(|p| p.unwrap())
+                    .collect(),
+            );
+            // The head, a piece per started thousand items, the tail.
+            assert_eq!(pieces.len(), 2 + n.div_ceil(crate::list::LIST_CHUNK), "{n}");
+            assert_eq!(pieces.concat(), whole.to_vec(), "{n}");
+        }
+        // A kind without a protobuf form fails before the first byte.
+        let widget =
+            StoredObject::from_value(&serde_json::json!({"metadata": {"name": "w"}}), 1).unwrap();
+        assert!(list_protobuf_pieces(&widgets(), 1, &[widget], None).is_err());
     }
 }

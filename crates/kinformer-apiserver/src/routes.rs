@@ -55,6 +55,17 @@ fn json_response(code: StatusCode, body: Bytes) -> Response {
     r
 }
 
+/// A 200 whose body is sent piece by piece as `pieces` renders it.
+fn streamed_response(
+    pieces: impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
+    content_type: &'static str,
+) -> Response {
+    let mut r = Body::from_stream(pieces).into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
 fn typed_response(code: StatusCode, body: Bytes, content_type: &'static str) -> Response {
     let mut r = (code, body).into_response();
     r.headers_mut()
@@ -93,20 +104,22 @@ fn list_response(
     cont: Option<String>,
 ) -> Result<Response, ApiError> {
     if let Format::Protobuf { json_fallback } = format {
-        match media::list_protobuf(def, rev, &items, cont.clone()) {
-            Ok(b) => return Ok(typed_response(StatusCode::OK, b, media::PROTOBUF)),
+        let rendered = if items.len() > list::STREAM_LIST_ABOVE {
+            media::list_protobuf_pieces(def, rev, &items, cont.clone())
+                .map(|pieces| streamed_response(pieces, media::PROTOBUF))
+        } else {
+            media::list_protobuf(def, rev, &items, cont.clone())
+                .map(|b| typed_response(StatusCode::OK, b, media::PROTOBUF))
+        };
+        match rendered {
+            Ok(r) => return Ok(r),
             Err(e) if json_fallback => tracing::warn!("answering in JSON: {}", e.message),
             Err(e) => return Err(e),
         }
     }
     if items.len() > list::STREAM_LIST_ABOVE {
         let pieces = list::render_list_pieces(def, rev, items, cont);
-        let mut r = Body::from_stream(pieces).into_response();
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        return Ok(r);
+        return Ok(streamed_response(pieces, "application/json"));
     }
     Ok(json_response(
         StatusCode::OK,

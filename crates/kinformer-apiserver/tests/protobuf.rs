@@ -7,7 +7,9 @@
 use futures::StreamExt;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http_body_util::BodyExt as _;
-use kinformer_apiserver::{ApiServer, ResourceDef, ServerConfig, TestServer, bench_pod};
+use kinformer_apiserver::{
+    ApiServer, ResourceDef, ServerConfig, TestServer, bench_pod, seed_bench_pods,
+};
 use kinformer_protobuf::{
     CONTENT_TYPE as PROTOBUF, FrameReader, List, WATCH_CONTENT_TYPE, WatchEvent,
 };
@@ -111,6 +113,35 @@ async fn lists_and_gets_of_built_in_kinds_are_protobuf_when_asked() {
     )
     .await;
     assert_eq!((code, ct.as_str()), (404, "application/json"));
+}
+
+/// A list longer than `STREAM_LIST_ABOVE` is sent as it is rendered (pieces of a thousand
+/// items); a client reads one protobuf list all the same.
+#[tokio::test]
+async fn a_long_protobuf_list_reads_as_one_list() {
+    let server = start().await;
+    seed_bench_pods(server.store(), 2_500).unwrap();
+    let (code, ct, body) = call(&server, "GET", "/api/v1/pods", Some(BOTH), None).await;
+    assert_eq!((code, ct.as_str()), (200, PROTOBUF));
+    let list = List::parse(&body).unwrap();
+    assert_eq!((list.kind(), list.len()), ("PodList", 2_500));
+    assert_eq!(
+        list.metadata().resource_version,
+        Some(server.store().revision().to_string())
+    );
+    let (_, stored) = server.store().state("pods").unwrap();
+    let names: Vec<String> = list
+        .items()
+        .map(|i| {
+            let v: Value = i.decode().unwrap();
+            v["metadata"]["name"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let want: Vec<String> = stored
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, want);
 }
 
 #[tokio::test]

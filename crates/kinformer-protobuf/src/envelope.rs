@@ -94,23 +94,39 @@ impl<'a> Envelope<'a> {
 
     /// The envelope around `raw`, an object of `api_version` and `kind`.
     pub fn encode(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+        let mut out = Self::head_with(api_version, kind, raw.len(), raw.len() + Self::TAIL.len());
+        out.extend_from_slice(raw);
+        out.extend_from_slice(Self::TAIL);
+        debug_assert_eq!(out.len(), out.capacity());
+        out
+    }
+
+    /// What follows the object in an envelope: `contentEncoding` and `contentType`, empty, as
+    /// Kubernetes writes them.
+    pub(crate) const TAIL: &'static [u8] = &[3 << 3 | wire::LEN, 0, 4 << 3 | wire::LEN, 0];
+
+    /// The envelope up to its object, for an object of `raw_len` bytes that follows it (then
+    /// [`TAIL`](Self::TAIL)): for a list written in pieces.
+    pub(crate) fn head(api_version: &str, kind: &str, raw_len: usize) -> Vec<u8> {
+        Self::head_with(api_version, kind, raw_len, 0)
+    }
+
+    /// [`head`](Self::head), with room for `more` bytes after it.
+    fn head_with(api_version: &str, kind: &str, raw_len: usize, more: usize) -> Vec<u8> {
         let type_meta =
             wire::bytes_field_len(api_version.len()) + wire::bytes_field_len(kind.len());
+        let raw_key = wire::bytes_field_len(raw_len) - raw_len;
         // One allocation of exactly the envelope's size, so that a caller keeping it as a
         // boxed slice does not reallocate it.
-        let mut out = Vec::with_capacity(
-            MAGIC.len() + wire::bytes_field_len(type_meta) + wire::bytes_field_len(raw.len()) + 4,
-        );
+        let mut out =
+            Vec::with_capacity(MAGIC.len() + wire::bytes_field_len(type_meta) + raw_key + more);
         out.extend_from_slice(&MAGIC);
         wire::put_key(&mut out, 1, wire::LEN);
         wire::put_varint(&mut out, type_meta as u64);
         wire::put_bytes(&mut out, 1, api_version.as_bytes());
         wire::put_bytes(&mut out, 2, kind.as_bytes());
-        wire::put_bytes(&mut out, 2, raw);
-        // contentEncoding and contentType, empty, as Kubernetes writes them.
-        wire::put_bytes(&mut out, 3, b"");
-        wire::put_bytes(&mut out, 4, b"");
-        debug_assert_eq!(out.len(), out.capacity());
+        wire::put_key(&mut out, 2, wire::LEN);
+        wire::put_varint(&mut out, raw_len as u64);
         out
     }
 

@@ -122,6 +122,54 @@ impl ListBuilder {
     pub fn finish(self) -> Vec<u8> {
         Envelope::encode(&self.api_version, &self.kind, &self.buf)
     }
+
+    /// The enveloped list in pieces, for a server that sends a long list as it writes it: the
+    /// first piece is the envelope up to and with what was pushed so far (the metadata, and
+    /// any items), for a list whose further items are messages of `item_lens` bytes (an
+    /// envelope states its list's length before the list); each such item is then written by
+    /// [`put_item`](Self::put_item), in the same order, and [`TAIL`](Self::TAIL) ends it. The
+    /// pieces joined are the bytes [`finish`](Self::finish) makes of the same items.
+    ///
+    /// ```
+    /// use kinformer_protobuf::{ListBuilder, ListMeta, to_message};
+    /// use serde_json::json;
+    ///
+    /// let items: Vec<Vec<u8>> = ["a", "b"]
+    ///     .iter()
+    ///     .map(|n| to_message(&json!({"metadata": {"name": n}}), "v1", "Pod").unwrap())
+    ///     .collect();
+    /// let list = ListBuilder::new("v1", "PodList", &ListMeta::default()).unwrap();
+    /// let mut streamed = list.streamed_head(items.iter().map(Vec::len));
+    /// for item in &items {
+    ///     list.put_item(&mut streamed, item);
+    /// }
+    /// streamed.extend_from_slice(ListBuilder::TAIL);
+    ///
+    /// let mut whole = ListBuilder::new("v1", "PodList", &ListMeta::default()).unwrap();
+    /// for item in &items {
+    ///     whole.push_message(item);
+    /// }
+    /// assert_eq!(streamed, whole.finish());
+    /// ```
+    pub fn streamed_head(&self, item_lens: impl IntoIterator<Item = usize>) -> Vec<u8> {
+        let key = wire::key_len(self.items_number);
+        let items: usize = item_lens
+            .into_iter()
+            .map(|len| key + prost::encoding::encoded_len_varint(len as u64) + len)
+            .sum();
+        let mut head = Envelope::head(&self.api_version, &self.kind, self.buf.len() + items);
+        head.extend_from_slice(&self.buf);
+        head
+    }
+
+    /// Writes an item already encoded as its bare message to `out`, as one piece of a list
+    /// sent in pieces (see [`streamed_head`](Self::streamed_head)).
+    pub fn put_item(&self, out: &mut Vec<u8>, message: &[u8]) {
+        wire::put_bytes(out, self.items_number, message);
+    }
+
+    /// The end of a list sent in pieces: the envelope's fields after the list.
+    pub const TAIL: &'static [u8] = Envelope::TAIL;
 }
 
 /// A parsed list: its metadata, and its items still as bytes.

@@ -152,6 +152,11 @@ pub(crate) fn put_key(out: &mut Vec<u8>, number: u32, wire: u8) {
     put_varint(out, (u64::from(number) << 3) | u64::from(wire));
 }
 
+/// The encoded size of field `number`'s key.
+pub(crate) fn key_len(number: u32) -> usize {
+    prost::encoding::encoded_len_varint(u64::from(number) << 3)
+}
+
 /// The encoded size of a length-delimited field of a number below 16 holding `len` bytes.
 pub(crate) fn bytes_field_len(len: usize) -> usize {
     1 + prost::encoding::encoded_len_varint(len as u64) + len
