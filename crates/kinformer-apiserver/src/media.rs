@@ -141,6 +141,22 @@ pub fn list_protobuf(
     items: &[Arc<StoredObject>],
     cont: Option<String>,
 ) -> Result<Bytes, ApiError> {
+    let (mut list, messages) = list_parts(def, rev, items, cont)?;
+    // Each item is its bytes plus a key and a length of at most 6 bytes.
+    list.reserve(messages.iter().map(|m| m.len() + 6).sum());
+    for m in &messages {
+        list.push_message(m);
+    }
+    Ok(Bytes::from(list.finish()))
+}
+
+/// A list's builder (with its metadata) and its items' protobuf messages, in order.
+fn list_parts(
+    def: &ResourceDef,
+    rev: u64,
+    items: &[Arc<StoredObject>],
+    cont: Option<String>,
+) -> Result<(kinformer_protobuf::ListBuilder, Vec<Bytes>), ApiError> {
     let meta = kinformer_protobuf::ListMeta {
         resource_version: Some(rev.to_string()),
         continue_: cont,
@@ -148,21 +164,17 @@ pub fn list_protobuf(
     };
     let api_version = def.api_version();
     let kind = format!("{}List", def.kind);
-    let mut list = kinformer_protobuf::ListBuilder::new(&api_version, &kind, &meta)
+    let list = kinformer_protobuf::ListBuilder::new(&api_version, &kind, &meta)
         .map_err(|e| encode_error(def, &e))?;
     let mut messages = Vec::with_capacity(items.len());
     for o in items {
         messages.push(
             o.protobuf(&api_version, &def.kind)
-                .map_err(|e| encode_error(def, e))?,
+                .map_err(|e| encode_error(def, e))?
+                .clone(),
         );
     }
-    // Each item is its bytes plus a key and a length of at most 6 bytes.
-    list.reserve(messages.iter().map(|m| m.len() + 6).sum());
-    for m in messages {
-        list.push_message(m);
-    }
-    Ok(Bytes::from(list.finish()))
+    Ok((list, messages))
 }
 
 /// [`list_protobuf`]'s bytes in pieces rendered as they are asked for (as
@@ -183,23 +195,7 @@ pub fn list_protobuf_pieces(
     impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
     ApiError,
 > {
-    let meta = kinformer_protobuf::ListMeta {
-        resource_version: Some(rev.to_string()),
-        continue_: cont,
-        remaining_item_count: None,
-    };
-    let api_version = def.api_version();
-    let list =
-        kinformer_protobuf::ListBuilder::new(&api_version, &format!("{}List", def.kind), &meta)
-            .map_err(|e| encode_error(def, &e))?;
-    let mut messages = Vec::with_capacity(items.len());
-    for o in items {
-        messages.push(
-            o.protobuf(&api_version, &def.kind)
-                .map_err(|e| encode_error(def, e))?
-                .clone(),
-        );
-    }
+    let (list, messages) = list_parts(def, rev, items, cont)?;
     let head = Bytes::from(list.streamed_head(messages.iter().map(Bytes::len)));
     let chunk = crate::list::LIST_CHUNK;
     let pieces = (0..messages.len().div_ceil(chunk)).map(move |c| {
