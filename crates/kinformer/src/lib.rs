@@ -106,5 +106,7 @@ pub mod kube;
 pub mod leaderelection;
 pub mod prelude;
 pub mod sharding;
+#[cfg(test)]
+mod test_support;
 pub mod wait;
 pub mod workqueue;

@@ -25,8 +25,6 @@ pub(crate) mod processor;
 pub mod reflector;
 pub mod store;
 pub(crate) mod sync;
-#[cfg(test)]
-mod test_util;
 #[cfg(any(test, feature = "testing"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;

@@ -491,7 +491,7 @@ mod tests {
 
     use super::*;
     use crate::cache::Lazy;
-    use crate::kube::split_decode::testing::{config_map_names, item_names};
+    use crate::test_support::{config_map_names, item_names};
 
     #[test]
     fn the_continue_token_is_read_ahead_of_the_items_only_when_the_metadata_comes_first() {

@@ -288,7 +288,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::kube::split_decode::testing::{config_map_names, item_names};
+    use crate::test_support::{config_map_names, item_names};
 
     fn frame(kind: &str, object: &serde_json::Value) -> Vec<u8> {
         let o = kinformer_protobuf::json_to_vec(object).unwrap();

@@ -146,30 +146,6 @@ where
     })
 }
 
-/// What the large-list tests of the JSON and protobuf decoders share.
-#[cfg(test)]
-pub(crate) mod testing {
-    use kube_core::Resource;
-
-    use crate::cache::listwatch::ObjectList;
-
-    /// The names of a list's items, in order.
-    pub(crate) fn item_names<K: Resource>(list: &ObjectList<K>) -> Vec<String> {
-        list.items
-            .iter()
-            .map(|o| o.meta().name.clone().unwrap_or_default())
-            .collect()
-    }
-
-    /// `cm-0` … `cm-<n - 1>`, without `cm-<skip>`.
-    pub(crate) fn config_map_names(n: usize, skip: Option<usize>) -> Vec<String> {
-        (0..n)
-            .filter(|i| Some(*i) != skip)
-            .map(|i| format!("cm-{i}"))
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -177,7 +177,7 @@ mod tests {
     use crate::cache::handler::ResourceEventHandlerFuncs;
     use crate::cache::processor::{Consumer, ResyncPeriods};
     use crate::cache::sync::{HasSynced, SyncedFlag};
-    use crate::cache::test_util::{pod_rv, rv};
+    use crate::test_support::{pod_rv, rv};
 
     /// Before the hand-over a write only queues; after it, the write returns with the delta
     /// applied to the cache and delivered to the non-blocking handler, while an ordinary

@@ -177,7 +177,7 @@ mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
-    use crate::cache::test_util::{describe, pod_rv, rv};
+    use crate::test_support::{describe, pod_rv, rv};
 
     fn run(idx: &Indexer<Pod>, deltas: Vec<Delta<Pod>>) -> Vec<Notification<Pod>> {
         let mut seen = Vec::new();

@@ -169,7 +169,7 @@ mod tests {
     use crate::cache::processor::ResyncPeriods;
     use crate::cache::processor::SharedProcessor;
     use crate::cache::store::{Indexer, Indexers};
-    use crate::cache::test_util::pod_rv;
+    use crate::test_support::pod_rv;
 
     /// Runs a process loop over `queue` on a task of its own; cancel the token to stop it.
     fn spawn_loop(

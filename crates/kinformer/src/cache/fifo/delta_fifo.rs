@@ -455,7 +455,7 @@ mod tests {
     use super::*;
     use crate::cache::fifo::DeltaType;
     use crate::cache::store::Indexer;
-    use crate::cache::test_util::{kinds, pod, pod_rv, rv};
+    use crate::test_support::{kinds, pod, pod_rv, rv};
 
     async fn pop(f: &DeltaFifo<Pod>) -> Popped<Pod> {
         f.pop_with(|p| p).await.unwrap()

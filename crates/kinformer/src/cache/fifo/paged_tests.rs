@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::cache::fifo::{DeltaFifo, DeltaQueue, DeltaType, KnownObjects, Popped, RealFifo};
 use crate::cache::meta::CacheError;
 use crate::cache::store::Indexer;
-use crate::cache::test_util::pod_rv;
+use crate::test_support::pod_rv;
 
 type Queue = Arc<dyn DeltaQueue<Pod>>;
 

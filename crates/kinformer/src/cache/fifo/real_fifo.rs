@@ -479,7 +479,7 @@ mod tests {
     use crate::cache::fifo::DeltaType;
     use crate::cache::processor::Notification;
     use crate::cache::store::Indexer;
-    use crate::cache::test_util::{describe, kinds, pod, pod_rv, rv};
+    use crate::test_support::{describe, kinds, pod, pod_rv, rv};
 
     async fn pop(f: &RealFifo<Pod>) -> Popped<Pod> {
         f.pop_with(|p| p).await.unwrap()

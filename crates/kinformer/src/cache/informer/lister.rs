@@ -123,7 +123,7 @@ mod tests {
 
     use super::*;
     use crate::cache::store::{CompactOptions, Indexers, namespace_index_func};
-    use crate::cache::test_util::pod;
+    use crate::test_support::pod;
 
     fn fill(idx: &Indexer<Pod>) {
         idx.add(pod("a", "web-0", &[("app", "web")])).unwrap();

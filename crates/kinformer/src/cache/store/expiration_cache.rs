@@ -214,7 +214,7 @@ mod tests {
     use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
-    use crate::cache::test_util::pod;
+    use crate::test_support::pod;
 
     fn secs(n: u64) -> Duration {
         Duration::from_secs(n)

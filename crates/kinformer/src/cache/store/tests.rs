@@ -12,7 +12,7 @@ use crate::cache::store::{
     IndexFunc, IndexFuncError, NAMESPACE_INDEX, label_index_func, namespace_index_func,
     strip_managed_fields_transform,
 };
-use crate::cache::test_util::pod;
+use crate::test_support::pod;
 
 /// The storage modes every behaviour test runs in.
 #[derive(Debug, Clone, Copy)]

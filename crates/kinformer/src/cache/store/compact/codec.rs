@@ -576,7 +576,7 @@ mod tests {
 
     use super::*;
     use crate::cache::store::compact::drift;
-    use crate::cache::test_util::pod;
+    use crate::test_support::pod;
 
     fn trained(format: Format) -> TypedCodec<Pod> {
         let c = TypedCodec::<Pod>::new(&CompactOptions::default().format(format)).unwrap();

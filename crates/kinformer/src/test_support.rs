@@ -1,4 +1,6 @@
-//! Builders shared by the cache unit tests.
+//! What the crate's unit tests share: pods and deltas to build, and the names of a decoded
+//! list's items. (Integration tests share `tests/support/`; the public test doubles are
+//! `cache::testing`.)
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -59,4 +61,24 @@ pub(crate) fn describe(n: &Notification<Pod>) -> String {
         Notification::Delete(d) if d.is_tombstone() => format!("tombstone {}", name(d.object())),
         Notification::Delete(d) => format!("delete {}", name(d.object())),
     }
+}
+
+/// The names of a list's items, in order.
+#[cfg(feature = "kube")]
+pub(crate) fn item_names<K: kube_core::Resource>(
+    list: &crate::cache::listwatch::ObjectList<K>,
+) -> Vec<String> {
+    list.items
+        .iter()
+        .map(|o| o.meta().name.clone().unwrap_or_default())
+        .collect()
+}
+
+/// `cm-0` … `cm-<n - 1>`, without `cm-<skip>`.
+#[cfg(feature = "kube")]
+pub(crate) fn config_map_names(n: usize, skip: Option<usize>) -> Vec<String> {
+    (0..n)
+        .filter(|i| Some(*i) != skip)
+        .map(|i| format!("cm-{i}"))
+        .collect()
 }
