@@ -76,14 +76,15 @@ mod lines;
 mod list_stream;
 #[cfg(feature = "protobuf")]
 mod protobuf;
+mod response;
 mod split_decode;
 mod wire;
 mod writes;
 
 pub use capabilities::ServerCapabilities;
 pub use factory::KubeClient;
+use response::{KubeReadError, continue_token_ahead, decode_whole, watch_events};
 pub use wire::Wire;
-use wire::{KubeReadError, continue_token_ahead, decode_whole, watch_events};
 pub use writes::{create, create_with, replace, replace_with};
 
 pub use decode::{decode_list, decode_watch_line};

@@ -1,13 +1,4 @@
-//! The wire format a [`KubeListerWatcher`](super::KubeListerWatcher) asks for, and the
-//! reading of a response by the format its `Content-Type` names.
-
-use futures::{StreamExt, TryStreamExt};
-use serde::de::DeserializeOwned;
-
-#[cfg(feature = "protobuf")]
-use super::protobuf;
-use super::{decode, error, lines};
-use crate::cache::listwatch::{DecodeError, ListWatchError, ObjectList, WatchEvent};
+//! The wire format a [`KubeListerWatcher`](super::KubeListerWatcher) asks for.
 
 /// `Accept` for protobuf with JSON as the fallback, as client-go sends for built-in types.
 pub(crate) const PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
@@ -65,58 +56,6 @@ pub(crate) fn is_builtin_url(url_path: &str) -> bool {
         #[cfg(feature = "protobuf")]
         (Some("apis"), Some(group)) => kinformer_protobuf::is_builtin_group(group),
         _ => false,
-    }
-}
-
-/// A whole list body's continue token, found without decoding the items (`None` when it is
-/// not found that way, see [`decode::continue_token_ahead`](super::decode::continue_token_ahead)).
-pub(super) fn continue_token_ahead(content_type: &str, body: &[u8]) -> Option<String> {
-    #[cfg(feature = "protobuf")]
-    if protobuf::is_protobuf(content_type) {
-        return protobuf::continue_token_ahead(body);
-    }
-    let _ = content_type;
-    decode::continue_token_ahead(body)
-}
-
-/// A whole list body, decoded by its content type.
-pub(super) fn decode_whole<K: DeserializeOwned + Send + Sync + 'static>(
-    content_type: &str,
-    body: &[u8],
-) -> Result<ObjectList<K>, ListWatchError> {
-    #[cfg(feature = "protobuf")]
-    if protobuf::is_protobuf(content_type) {
-        return protobuf::decode_list::<K>(body);
-    }
-    let _ = content_type;
-    let text = std::str::from_utf8(body).map_err(|e| {
-        ListWatchError::Decode(DecodeError::new(format!("list response is not UTF-8: {e}")))
-    })?;
-    decode::decode_list::<K>(text)
-}
-
-/// The events of a watch body, by its content type.
-pub(super) fn watch_events<K>(
-    content_type: &str,
-    body: impl futures::Stream<Item = Result<bytes::Bytes, ::kube::Error>> + Send + Unpin + 'static,
-) -> futures::stream::BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>
-where
-    K: DeserializeOwned + Send + Sync + 'static,
-{
-    #[cfg(feature = "protobuf")]
-    if protobuf::is_protobuf(content_type) {
-        return protobuf::events::<K, _, _>(body.map_err(KubeReadError)).boxed();
-    }
-    let _ = content_type;
-    lines::json_events::<K, _, _>(body.map_err(KubeReadError)).boxed()
-}
-
-/// A read error of a watch body.
-pub(super) struct KubeReadError(pub(super) ::kube::Error);
-
-impl From<KubeReadError> for ListWatchError {
-    fn from(e: KubeReadError) -> Self {
-        error::from_kube(e.0)
     }
 }
 
