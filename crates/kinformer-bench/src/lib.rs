@@ -22,6 +22,7 @@ mod plot;
 pub mod pod_lite;
 pub(crate) mod proc_status;
 mod realistic;
+mod run_informer;
 pub mod runner;
 mod sharding;
 pub mod soak;

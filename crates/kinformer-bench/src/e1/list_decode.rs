@@ -101,19 +101,20 @@ pub(super) async fn l0(decoder: JsonDecoder) -> Result<Metrics, String> {
         JsonDecoder::SonicRs => sonic_rs::from_slice(&body).map_err(|e| e.to_string()),
     }
     .map_err(|e| format!("decoding: {e}"))?;
+    decoded(list.items.len(), start, body.len())
+}
+
+/// An L0 row's metrics, taken while the `pods` decoded since `start` from `body_len` bytes
+/// are still held (for the peak RSS).
+fn decoded(pods: usize, start: Instant, body_len: usize) -> Result<Metrics, String> {
     let secs = start.elapsed().as_secs_f64();
-    if list.items.len() != PODS {
-        return Err(format!(
-            "{} pods decoded, expected {PODS}",
-            list.items.len()
-        ));
+    if pods != PODS {
+        return Err(format!("{pods} pods decoded, expected {PODS}"));
     }
-    let peak = peak_rss_mib()?;
-    drop(list);
     Ok(vec![
         ("decode_ms".into(), secs * 1e3),
-        ("mb_per_s".into(), body.len() as f64 / 1e6 / secs),
-        ("peak_rss_mib".into(), peak),
+        ("mb_per_s".into(), body_len as f64 / 1e6 / secs),
+        ("peak_rss_mib".into(), peak_rss_mib()?),
     ])
 }
 
@@ -186,17 +187,7 @@ pub(super) async fn l0p(decode: ProtobufDecode) -> Result<Metrics, String> {
             pods
         }
     };
-    let secs = start.elapsed().as_secs_f64();
-    if pods.len() != PODS {
-        return Err(format!("{} pods decoded, expected {PODS}", pods.len()));
-    }
-    let peak = peak_rss_mib()?;
-    drop(pods);
-    Ok(vec![
-        ("decode_ms".into(), secs * 1e3),
-        ("mb_per_s".into(), body.len() as f64 / 1e6 / secs),
-        ("peak_rss_mib".into(), peak),
-    ])
+    decoded(pods.len(), start, body.len())
 }
 
 #[cfg(test)]

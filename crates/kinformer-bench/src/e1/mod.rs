@@ -112,11 +112,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
+use futures::future::{FutureExt as _, LocalBoxFuture};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::cache::store::CompactOptions;
-use kinformer::cache::{
-    HandlerOptions, HasSynced, InformerOptions, Lazy, SharedIndexInformer, Storage,
-};
+use kinformer::cache::{HandlerOptions, InformerOptions, Lazy, SharedIndexInformer, Storage};
 use kinformer::kube::{KubeListerWatcher, Wire};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
@@ -126,6 +125,7 @@ use tokio_util::sync::CancellationToken;
 use crate::group::rows_to_metrics;
 use crate::group::{BenchError, Group, Metrics};
 use crate::proc_status::{own_mib, peak_rss_mib, status_mib};
+use crate::run_informer::run_until_synced;
 
 mod list_decode;
 mod progress;
@@ -178,69 +178,40 @@ const PACED_REALISTIC: (usize, f64) = (5_000, 1_000.0);
 pub(super) const WRITTEN_AT: &str = "kinformer.bench/written-us";
 
 fn run(workload: &str) -> Result<Metrics, BenchError> {
-    match workload {
-        w if crate::informer::WORKLOADS.contains(&w) => rows_to_metrics(w, crate::informer::run(w)),
-        "E1" => block_on(
-            "E1",
-            e1(Peer::typed(Wire::Json, false), false, Lists::Paged),
-        ),
-        "E1P" => block_on(
-            "E1P",
-            e1(Peer::typed(Wire::Protobuf, false), false, Lists::Paged),
-        ),
-        "E1PC" => block_on(
-            "E1PC",
-            e1(Peer::KinformerLean(Wire::Protobuf), false, Lists::Paged),
-        ),
-        "E1PC-typed" => block_on(
-            "E1PC-typed",
-            e1(Peer::typed(Wire::Protobuf, true), false, Lists::Paged),
-        ),
-        "E1C" => block_on(
-            "E1C",
-            e1(Peer::KinformerLean(Wire::Json), false, Lists::Paged),
-        ),
-        "E1-kube-runtime" => block_on(
-            "E1-kube-runtime",
-            e1(Peer::KubeRuntime, false, Lists::Paged),
-        ),
-        "E1R" => block_on(
-            "E1R",
-            e1(Peer::KinformerLean(Wire::Json), true, Lists::Paged),
-        ),
-        "E1R-kube-runtime" => block_on(
-            "E1R-kube-runtime",
-            e1(Peer::KubeRuntime, true, Lists::Paged),
-        ),
-        "E1W" => block_on(
-            "E1W",
-            e1(Peer::typed(Wire::Json, false), false, Lists::WatchCache),
-        ),
-        "E1CW" => block_on(
-            "E1CW",
-            e1(
-                Peer::KinformerLean(Wire::Json),
-                false,
-                Lists::WatchCacheAndRelist,
-            ),
-        ),
-        "E1RW" => block_on(
-            "E1RW",
-            e1(Peer::KinformerLean(Wire::Json), true, Lists::WatchCache),
-        ),
-        "E1W-cli" => block_on("E1W-cli", e1w_cli(false)),
-        "E1WL-cli" => block_on("E1WL-cli", e1w_cli(true)),
-        "L0" => block_on("L0", l0(JsonDecoder::SerdeJson)),
-        "L0-fast" => block_on("L0-fast", l0(JsonDecoder::SonicRs)),
-        "L0P" => block_on("L0P", l0p(ProtobufDecode::Library)),
-        "L0P-1" => block_on("L0P-1", l0p(ProtobufDecode::OneThread)),
-        "F0" => block_on("F0", f0()),
-        other => Err(BenchError::UnknownWorkload(other.to_string())),
+    if crate::informer::WORKLOADS.contains(&workload) {
+        return rows_to_metrics(workload, crate::informer::run(workload));
     }
+    let row: LocalBoxFuture<'static, Result<Metrics, String>> = match workload {
+        "E1" => e1(Peer::typed(Wire::Json, false), false, Lists::Paged).boxed_local(),
+        "E1P" => e1(Peer::typed(Wire::Protobuf, false), false, Lists::Paged).boxed_local(),
+        "E1PC" => e1(Peer::KinformerLean(Wire::Protobuf), false, Lists::Paged).boxed_local(),
+        "E1PC-typed" => e1(Peer::typed(Wire::Protobuf, true), false, Lists::Paged).boxed_local(),
+        "E1C" => e1(Peer::KinformerLean(Wire::Json), false, Lists::Paged).boxed_local(),
+        "E1-kube-runtime" => e1(Peer::KubeRuntime, false, Lists::Paged).boxed_local(),
+        "E1R" => e1(Peer::KinformerLean(Wire::Json), true, Lists::Paged).boxed_local(),
+        "E1R-kube-runtime" => e1(Peer::KubeRuntime, true, Lists::Paged).boxed_local(),
+        "E1W" => e1(Peer::typed(Wire::Json, false), false, Lists::WatchCache).boxed_local(),
+        "E1CW" => e1(
+            Peer::KinformerLean(Wire::Json),
+            false,
+            Lists::WatchCacheAndRelist,
+        )
+        .boxed_local(),
+        "E1RW" => e1(Peer::KinformerLean(Wire::Json), true, Lists::WatchCache).boxed_local(),
+        "E1W-cli" => e1w_cli(false).boxed_local(),
+        "E1WL-cli" => e1w_cli(true).boxed_local(),
+        "L0" => l0(JsonDecoder::SerdeJson).boxed_local(),
+        "L0-fast" => l0(JsonDecoder::SonicRs).boxed_local(),
+        "L0P" => l0p(ProtobufDecode::Library).boxed_local(),
+        "L0P-1" => l0p(ProtobufDecode::OneThread).boxed_local(),
+        "F0" => f0().boxed_local(),
+        other => return Err(BenchError::UnknownWorkload(other.to_string())),
+    };
+    block_on(workload, row)
 }
 
 fn block_on(
-    id: &'static str,
+    id: &str,
     f: impl Future<Output = Result<Metrics, String>>,
 ) -> Result<Metrics, BenchError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -323,17 +294,7 @@ where
             HandlerOptions::new().nonblocking(true),
         )
         .map_err(|e| e.to_string())?;
-    let task = tokio::spawn({
-        let (informer, cancel) = (informer.clone(), cancel.clone());
-        async move {
-            if let Err(e) = informer.run(cancel).await {
-                eprintln!("E1: informer: {e}");
-            }
-        }
-    });
-    tokio::time::timeout(Duration::from_secs(300), informer.wait_synced())
-        .await
-        .map_err(|_| "no sync within 300 s")?;
+    let task = run_until_synced(&informer, cancel, Duration::from_secs(300), "E1").await?;
     let synced_ms = started.elapsed().as_secs_f64() * 1e3;
     let cache = informer.get_indexer();
     let n = cache.len();

@@ -38,10 +38,8 @@ pub mod sample;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kinformer::cache::{HasSynced, SharedIndexInformer};
 use kinformer::wait::{BackoffManager, ExponentialBackoffManager, JitteredBackoffManager};
 use kinformer_apiserver::{ServerConfig, TestServer};
-use kube::Resource;
 use tokio_util::sync::CancellationToken;
 
 pub use churn::Churn;
@@ -49,6 +47,10 @@ pub use driver::{SoakConfig, SoakReport, Subject};
 use informers::{ViewHandler, lean_informer, typed_informer};
 
 use crate::group::{BenchError, Group, Metrics};
+use crate::run_informer::run_until_synced;
+
+/// The longest wait for an informer's first sync.
+const SYNC_WITHIN: Duration = Duration::from_secs(60);
 
 /// The `soak` group.
 pub(crate) const GROUP: Group = Group {
@@ -94,25 +96,6 @@ fn quick_backoff() -> Box<dyn BackoffManager> {
     }
 }
 
-/// Runs `informer` until `cancel`, and waits (at most a minute) for its sync.
-async fn start<K: Resource + Send + Sync + 'static>(
-    informer: &SharedIndexInformer<K>,
-    cancel: &CancellationToken,
-) -> Result<tokio::task::JoinHandle<()>, String> {
-    let task = tokio::spawn({
-        let (informer, cancel) = (informer.clone(), cancel.clone());
-        async move {
-            if let Err(e) = informer.run(cancel).await {
-                eprintln!("S0: informer stopped: {e}");
-            }
-        }
-    });
-    tokio::time::timeout(Duration::from_secs(60), informer.wait_synced())
-        .await
-        .map_err(|_| "an informer did not sync within a minute".to_string())?;
-    Ok(task)
-}
-
 fn s0() -> Result<Metrics, String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -144,7 +127,10 @@ async fn s0_async() -> Result<Metrics, String> {
     lean.add_event_handler(Arc::clone(&lean_view))
         .map_err(|e| e.to_string())?;
     let cancel = CancellationToken::new();
-    let tasks = [start(&typed, &cancel).await?, start(&lean, &cancel).await?];
+    let tasks = [
+        run_until_synced(&typed, &cancel, SYNC_WITHIN, "S0").await?,
+        run_until_synced(&lean, &cancel, SYNC_WITHIN, "S0").await?,
+    ];
     let subjects = [
         typed_view.subject("typed", &typed),
         lean_view.subject("lean", &lean),
