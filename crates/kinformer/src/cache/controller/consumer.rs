@@ -1,7 +1,8 @@
-//! The informer's one consumer of its delta queue: pops an item, applies it to the indexer and
-//! hands the notifications to the processor — on the process loop's task until the initial
-//! sync, and from then on on the task that queued the item (the watch's), so a live event
-//! reaches the cache and the non-blocking handlers without waking another task.
+//! The informer's consumer stage, the reflector's output port: each write the reflector makes
+//! is queued, and from the initial sync on it is also popped, applied to the indexer and
+//! delivered on the task that wrote it (the watch's), so a live event reaches the cache and the
+//! non-blocking handlers without waking another task. Until the sync, and for backlogs, the
+//! process loop ([`ProcessLoop`](super::ProcessLoop)) pops the same queue on a task of its own.
 //!
 //! Why: a live event handled by the process loop's task and a listener's task woke two more
 //! tasks per event, which tokio spread over its workers; the watch connection was then read
@@ -16,6 +17,7 @@
 //! - Handlers that are not registered as non-blocking still run on their own tasks only: a
 //!   slow or blocking handler holds up neither the watch nor the cache.
 
+use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::FutureExt;
@@ -24,10 +26,11 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::cache::controller::apply_deltas;
-use crate::cache::fifo::{DeltaQueue, Popped};
+use crate::cache::fifo::{DeltaQueue, Popped, ReflectorSink};
 use crate::cache::meta::CacheError;
-use crate::cache::processor::{ProcessorListener, SharedProcessor};
+use crate::cache::processor::{Delivery, SharedProcessor};
 use crate::cache::store::Indexer;
+use crate::cache::sync::SyncedFlag;
 
 /// Longest a write drains the queue on the writer's task before it leaves the rest to the
 /// process loop.
@@ -44,11 +47,14 @@ pub(crate) enum PopNow {
     Closed,
 }
 
-/// Pops, applies and distributes (see the module).
+/// Queues, pops, applies and delivers (see the module).
 pub(crate) struct DeltaConsumer<K> {
     pub(crate) queue: Arc<dyn DeltaQueue<K>>,
     indexer: Arc<Indexer<K>>,
     processor: Arc<SharedProcessor<K>>,
+    /// Set as soon as the queue has synced: at a pop, or at the write that completes an empty
+    /// first list (which queues nothing on a DeltaFIFO).
+    pub(crate) synced: Arc<SyncedFlag>,
     /// Held while one popped item is applied and distributed; a handler added after the start
     /// takes it to register and replay the store atomically with respect to deltas.
     block_deltas: Arc<Mutex<()>>,
@@ -65,45 +71,42 @@ impl<K: Resource + Send + Sync + 'static> DeltaConsumer<K> {
         indexer: Arc<Indexer<K>>,
         processor: Arc<SharedProcessor<K>>,
         block_deltas: Arc<Mutex<()>>,
+        synced: Arc<SyncedFlag>,
     ) -> Self {
         Self {
             queue,
             indexer,
             processor,
+            synced,
             block_deltas,
             live: Mutex::new(false),
             backlog: Notify::new(),
         }
     }
 
-    /// Makes room in the indexer for a list of `total` objects (a hint, see
-    /// [`ReflectorSink::list_size_hint`](crate::cache::fifo::ReflectorSink::list_size_hint)).
-    pub(crate) fn reserve(&self, total: usize) {
-        self.indexer.reserve(total);
+    /// Sets `synced` once the queue has synced.
+    pub(crate) fn check_synced(&self) {
+        if !self.synced.is_set() && self.queue.has_synced() {
+            self.synced.set();
+        }
     }
 
     /// Applies `popped` and distributes its notifications (one buffer lock and at most one
     /// wake-up per listener for the batch). With `offer`, non-blocking handlers may be
-    /// delivered to on this task: the listeners to help are returned, to be helped once no
-    /// lock is held.
-    pub(crate) fn process(&self, popped: Popped<K>, offer: bool) -> Vec<Arc<ProcessorListener<K>>> {
+    /// delivered to on this task: the returned [`Delivery`] does it once no lock is held.
+    pub(crate) fn process(&self, popped: Popped<K>, offer: bool) -> Delivery<K> {
         let _blocked = self.block_deltas.lock();
-        let mut notifications = Vec::with_capacity(popped.deltas.len());
-        let res = apply_deltas(
-            &self.indexer,
-            popped.deltas,
-            popped.is_in_initial_list,
-            &mut |n, sync| notifications.push((n, sync)),
-        );
-        let helped = self.processor.distribute_marked(notifications, offer);
+        let (notifications, res) =
+            apply_deltas(&self.indexer, popped.deltas, popped.is_in_initial_list);
+        let delivery = self.processor.distribute_marked(notifications, offer);
         if let Err(e) = res {
             tracing::warn!(error = %e, "informer: a delta could not be applied; skipped");
         }
-        helped
+        delivery
     }
 
     /// Pops and processes one queued item without waiting, under the consumer lock. `offer`
-    /// as in [`process`](Self::process); helping happens before the lock is released.
+    /// as in [`process`](Self::process); the delivery happens before the lock is released.
     pub(crate) fn pop_now(&self, offer: bool) -> PopNow {
         let _consumer = self.live.lock();
         self.pop_locked(offer)
@@ -117,14 +120,13 @@ impl<K: Resource + Send + Sync + 'static> DeltaConsumer<K> {
                 PopNow::Empty
             };
         }
-        let mut helped = Vec::new();
-        let mut process = |popped: Popped<K>| helped = self.process(popped, offer);
+        let mut delivery = Delivery::none();
+        let mut process = |popped: Popped<K>| delivery = self.process(popped, offer);
         // Something is queued and only consumers pop, under this lock: the pop completes at
         // its first poll.
         let res = self.queue.pop(&mut process).now_or_never();
-        for listener in helped {
-            listener.help();
-        }
+        // The pop is over (the queue's lock and the delta lock are released).
+        delivery.deliver();
         match res {
             Some(Ok(())) => PopNow::Processed,
             Some(Err(CacheError::Closed)) => PopNow::Closed,
@@ -142,27 +144,71 @@ impl<K: Resource + Send + Sync + 'static> DeltaConsumer<K> {
         *self.live.lock() = true;
     }
 
-    /// Called by the sink after each write: once live processing was handed over, processes
-    /// what is queued on this task (non-blocking handlers included) for at most about
-    /// [`WRITER_SLICE`], and wakes the process loop for the rest.
-    pub(crate) fn after_write(&self) {
+    /// After each write: once live processing was handed over, processes what is queued on
+    /// this task (non-blocking handlers included) for at most about [`WRITER_SLICE`], and
+    /// wakes the process loop for the rest. Returns the write's result.
+    fn written(&self, write: Result<(), CacheError>) -> Result<(), CacheError> {
         let consumer = self.live.lock();
         if !*consumer {
-            return;
+            return write;
         }
         let started = std::time::Instant::now();
         while self.pop_locked(true) == PopNow::Processed {
             if started.elapsed() > WRITER_SLICE && !self.queue.is_empty() {
                 drop(consumer);
                 self.backlog.notify_one();
-                return;
+                return write;
             }
         }
+        write
     }
 
     /// Resolves when a write left a backlog for the process loop.
     pub(crate) async fn backlog(&self) {
         self.backlog.notified().await;
+    }
+}
+
+/// The reflector writes here: into the queue, then (once live) through to the handlers.
+impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaConsumer<K> {
+    fn add(&self, obj: Arc<K>) -> Result<(), CacheError> {
+        self.written(self.queue.add(obj))
+    }
+    fn update(&self, obj: Arc<K>) -> Result<(), CacheError> {
+        self.written(self.queue.update(obj))
+    }
+    fn delete(&self, obj: Arc<K>) -> Result<(), CacheError> {
+        self.written(self.queue.delete(obj))
+    }
+    fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), CacheError> {
+        let r = self.queue.replace(objs, resource_version);
+        self.check_synced();
+        self.written(r)
+    }
+    fn begin_paged_replace(&self) -> bool {
+        self.queue.begin_paged_replace()
+    }
+    fn replace_page(&self, objs: Vec<Arc<K>>) -> Result<(), CacheError> {
+        self.written(self.queue.replace_page(objs))
+    }
+    fn list_size_hint(&self, objects: usize) {
+        // The queue holds a page or two; the indexer takes them all.
+        self.indexer.reserve(objects);
+    }
+    fn room_for_page(&self, limit: usize) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        // The process loop pops this queue.
+        self.queue.room_for(limit)
+    }
+    fn finish_paged_replace(&self, resource_version: &str) -> Result<(), CacheError> {
+        let r = self.queue.finish_paged_replace(resource_version);
+        self.check_synced();
+        self.written(r)
+    }
+    fn resync(&self) -> Result<(), CacheError> {
+        self.written(self.queue.resync())
+    }
+    fn bookmark(&self, resource_version: &str) -> Result<(), CacheError> {
+        self.queue.bookmark(resource_version)
     }
 }
 
@@ -172,8 +218,7 @@ mod tests {
     use tokio::sync::mpsc::unbounded_channel;
 
     use super::*;
-    use crate::cache::controller::SyncingSink;
-    use crate::cache::fifo::{RealFifo, ReflectorSink};
+    use crate::cache::fifo::RealFifo;
     use crate::cache::handler::ResourceEventHandlerFuncs;
     use crate::cache::processor::{Consumer, ResyncPeriods};
     use crate::cache::sync::{HasSynced, SyncedFlag};
@@ -217,12 +262,9 @@ mod tests {
             Arc::clone(&indexer),
             Arc::clone(&processor),
             Arc::new(Mutex::new(())),
+            Arc::clone(&synced),
         ));
-        let sink = SyncingSink {
-            queue: Arc::clone(&queue),
-            synced: Arc::clone(&synced),
-            consumer: Some(Arc::clone(&consumer)),
-        };
+        let sink = Arc::clone(&consumer);
         sink.replace(vec![pod_rv("ns", "a", "1")], "1").unwrap();
         assert_eq!(queue.len(), 1, "before the hand-over a write only queues");
         assert!(indexer.get_by_key("ns/a").is_none());
@@ -255,12 +297,15 @@ mod tests {
     async fn pop_now_reports_empty_and_closed_queues() {
         let queue: Arc<dyn DeltaQueue<Pod>> = Arc::new(RealFifo::new());
         let synced = Arc::new(SyncedFlag::new_set());
-        let processor = Arc::new(SharedProcessor::new(synced as Arc<dyn HasSynced>));
+        let processor = Arc::new(SharedProcessor::new(
+            Arc::clone(&synced) as Arc<dyn HasSynced>
+        ));
         let consumer = DeltaConsumer::new(
             Arc::clone(&queue),
             Arc::new(Indexer::default()),
             processor,
             Arc::new(Mutex::new(())),
+            synced,
         );
         assert_eq!(consumer.pop_now(true), PopNow::Empty);
         queue.add(pod_rv("ns", "a", "1")).unwrap();

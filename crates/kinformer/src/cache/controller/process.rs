@@ -51,13 +51,28 @@ pub fn process_deltas<K: Resource>(
     is_in_initial_list: bool,
     handler: &mut dyn FnMut(Notification<K>),
 ) -> Result<(), IndexerError> {
-    apply_deltas(indexer, deltas, is_in_initial_list, &mut |n, _| handler(n))
+    apply_each(indexer, deltas, is_in_initial_list, &mut |n, _| handler(n))
 }
 
-/// [`process_deltas`], telling `handler` with each notification whether it is a sync: as the
-/// indexer decided it for an upsert (in compact storage without decoding the old object's
-/// metadata), else from the objects.
+/// A notification with its sync mark: as the indexer decided it for an upsert (in compact
+/// storage without decoding the old object's metadata), else from the objects.
+pub(crate) type Marked<K> = (Notification<K>, bool);
+
+/// [`process_deltas`] for the informer's consumer: applies the batch and returns its
+/// notifications, each marked whether it is a sync, with the first error met.
 pub(crate) fn apply_deltas<K: Resource>(
+    indexer: &Indexer<K>,
+    deltas: Vec<Delta<K>>,
+    is_in_initial_list: bool,
+) -> (Vec<Marked<K>>, Result<(), IndexerError>) {
+    let mut notifications = Vec::with_capacity(deltas.len());
+    let res = apply_each(indexer, deltas, is_in_initial_list, &mut |n, sync| {
+        notifications.push((n, sync));
+    });
+    (notifications, res)
+}
+
+fn apply_each<K: Resource>(
     indexer: &Indexer<K>,
     deltas: Vec<Delta<K>>,
     is_in_initial_list: bool,

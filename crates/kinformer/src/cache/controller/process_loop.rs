@@ -1,7 +1,6 @@
-//! The informer's engine: the sink wrapper that notices the initial sync and, once live
-//! processing is handed over, processes each write on the writer's task; and the process loop
-//! that pops deltas until the sync, then works through the backlogs writes leave (see
-//! [`DeltaConsumer`]).
+//! The process loop: the consumer stage's own task. It pops deltas until the initial sync,
+//! then hands live processing over to the writers' tasks and works through the backlogs their
+//! writes leave (see [`DeltaConsumer`]).
 
 use std::sync::Arc;
 
@@ -9,87 +8,13 @@ use kube_core::Resource;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::controller::consumer::{DeltaConsumer, PopNow};
-use crate::cache::fifo::{DeltaQueue, Popped, ReflectorSink};
+use crate::cache::fifo::Popped;
 use crate::cache::give_way::give_way;
 use crate::cache::meta::CacheError;
-use crate::cache::sync::SyncedFlag;
-
-/// Forwards the reflector's writes to the queue and sets `synced` as soon as the queue has
-/// synced without a pop (an empty first list on a DeltaFIFO queues nothing).
-/// After the sync, each write is also processed on the writer's task (`consumer`).
-pub(crate) struct SyncingSink<K> {
-    pub(crate) queue: Arc<dyn DeltaQueue<K>>,
-    pub(crate) synced: Arc<SyncedFlag>,
-    pub(crate) consumer: Option<Arc<DeltaConsumer<K>>>,
-}
-
-impl<K: Resource + Send + Sync + 'static> SyncingSink<K> {
-    fn check(&self) {
-        if !self.synced.is_set() && self.queue.has_synced() {
-            self.synced.set();
-        }
-    }
-
-    /// Processes the write `r` made, if live processing was handed over.
-    fn written(&self, r: Result<(), CacheError>) -> Result<(), CacheError> {
-        if let Some(consumer) = &self.consumer {
-            consumer.after_write();
-        }
-        r
-    }
-}
-
-impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for SyncingSink<K> {
-    fn add(&self, obj: Arc<K>) -> Result<(), CacheError> {
-        self.written(self.queue.add(obj))
-    }
-    fn update(&self, obj: Arc<K>) -> Result<(), CacheError> {
-        self.written(self.queue.update(obj))
-    }
-    fn delete(&self, obj: Arc<K>) -> Result<(), CacheError> {
-        self.written(self.queue.delete(obj))
-    }
-    fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), CacheError> {
-        let r = self.queue.replace(objs, resource_version);
-        self.check();
-        self.written(r)
-    }
-    fn begin_paged_replace(&self) -> bool {
-        self.queue.begin_paged_replace()
-    }
-    fn replace_page(&self, objs: Vec<Arc<K>>) -> Result<(), CacheError> {
-        self.written(self.queue.replace_page(objs))
-    }
-    fn list_size_hint(&self, objects: usize) {
-        // The queue holds a page or two; the consumer's indexer takes them all.
-        if let Some(consumer) = &self.consumer {
-            consumer.reserve(objects);
-        }
-    }
-    fn room_for_page(
-        &self,
-        limit: usize,
-    ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        // The process loop pops this queue.
-        self.queue.room_for(limit)
-    }
-    fn finish_paged_replace(&self, resource_version: &str) -> Result<(), CacheError> {
-        let r = self.queue.finish_paged_replace(resource_version);
-        self.check();
-        self.written(r)
-    }
-    fn resync(&self) -> Result<(), CacheError> {
-        self.written(self.queue.resync())
-    }
-    fn bookmark(&self, resource_version: &str) -> Result<(), CacheError> {
-        self.queue.bookmark(resource_version)
-    }
-}
 
 /// What the process loop works on.
 pub(crate) struct ProcessLoop<K> {
     pub(crate) consumer: Arc<DeltaConsumer<K>>,
-    pub(crate) synced: Arc<SyncedFlag>,
 }
 
 impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
@@ -98,11 +23,12 @@ impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
     /// closed and empty. Items still queued at cancellation are dropped (the informer is
     /// stopping).
     pub(crate) async fn run(self, cancel: CancellationToken) {
-        let Self { consumer, synced } = self;
+        let Self { consumer } = self;
         let queue = Arc::clone(&consumer.queue);
+        let synced = Arc::clone(&consumer.synced);
         let mut process = |popped: Popped<K>| {
-            let helped = consumer.process(popped, false);
-            debug_assert!(helped.is_empty(), "nothing was offered");
+            let delivery = consumer.process(popped, false);
+            debug_assert!(delivery.is_empty(), "nothing was offered");
         };
         while !synced.is_set() {
             let popped = tokio::select! {
@@ -114,9 +40,7 @@ impl<K: Resource + Send + Sync + 'static> ProcessLoop<K> {
             };
             match popped {
                 Ok(()) => {
-                    if !synced.is_set() && queue.has_synced() {
-                        synced.set();
-                    }
+                    consumer.check_synced();
                     // A pop that finds deltas waiting completes without suspending, and the
                     // listeners this batch woke wait in this worker's slot for the next
                     // suspension: let them run before the next batch (one yield per batch).
@@ -164,30 +88,38 @@ mod tests {
     use parking_lot::Mutex;
 
     use super::*;
-    use crate::cache::fifo::RealFifo;
+    use crate::cache::fifo::{DeltaQueue, RealFifo, ReflectorSink};
     use crate::cache::handler::ResourceEventHandlerFuncs;
     use crate::cache::processor::ResyncPeriods;
     use crate::cache::processor::SharedProcessor;
     use crate::cache::store::{Indexer, Indexers};
+    use crate::cache::sync::SyncedFlag;
     use crate::test_support::pod_rv;
 
-    /// Runs a process loop over `queue` on a task of its own; cancel the token to stop it.
-    fn spawn_loop(
+    /// The informer's consumer stage over `queue`, not yet handed over.
+    fn consumer_over(
         queue: &Arc<dyn DeltaQueue<Pod>>,
         indexer: Arc<Indexer<Pod>>,
         processor: &Arc<SharedProcessor<Pod>>,
         synced: Arc<SyncedFlag>,
+    ) -> Arc<DeltaConsumer<Pod>> {
+        Arc::new(DeltaConsumer::new(
+            Arc::clone(queue),
+            indexer,
+            Arc::clone(processor),
+            Arc::new(Mutex::new(())),
+            synced,
+        ))
+    }
+
+    /// Runs the process loop of `consumer` on a task of its own; cancel the token to stop it.
+    fn spawn_loop(
+        consumer: &Arc<DeltaConsumer<Pod>>,
     ) -> (CancellationToken, tokio::task::JoinHandle<()>) {
         let cancel = CancellationToken::new();
         let run = tokio::spawn(
             ProcessLoop {
-                consumer: Arc::new(DeltaConsumer::new(
-                    Arc::clone(queue),
-                    indexer,
-                    Arc::clone(processor),
-                    Arc::new(Mutex::new(())),
-                )),
-                synced,
+                consumer: Arc::clone(consumer),
             }
             .run(cancel.clone()),
         );
@@ -252,7 +184,7 @@ mod tests {
         for n in &names {
             queue.update(pod_rv("ns", n, "2")).unwrap();
         }
-        let (cancel, run) = spawn_loop(&queue, indexer, &processor, synced);
+        let (cancel, run) = spawn_loop(&consumer_over(&queue, indexer, &processor, synced));
         for _ in 0..N {
             tokio::time::timeout(std::time::Duration::from_secs(30), done_rx.recv())
                 .await
@@ -312,11 +244,7 @@ mod tests {
             .unwrap();
         processor.start().unwrap();
         // A paged initial list, as the reflector hands one over.
-        let sink = SyncingSink {
-            queue: Arc::clone(&queue),
-            synced: Arc::clone(&synced),
-            consumer: None,
-        };
+        let sink = consumer_over(&queue, indexer, &processor, Arc::clone(&synced));
         assert!(sink.begin_paged_replace());
         for page in 0..3 {
             let pods = (page * BATCH..(page + 1) * BATCH)
@@ -325,7 +253,7 @@ mod tests {
             sink.replace_page(pods).unwrap();
         }
         sink.finish_paged_replace("1").unwrap();
-        let (cancel, run) = spawn_loop(&queue, indexer, &processor, Arc::clone(&synced));
+        let (cancel, run) = spawn_loop(&sink);
         tokio::time::timeout(std::time::Duration::from_secs(30), done_rx.recv())
             .await
             .unwrap()
@@ -336,16 +264,16 @@ mod tests {
         processor.shutdown().await;
     }
 
-    /// The informer's sink hands a paged initial list through to its queue, waits for room
+    /// The informer's consumer stage hands a paged initial list through to its queue, waits for room
     /// on it, and notices the sync at the finish.
     #[tokio::test]
-    async fn the_syncing_sink_passes_a_paged_list_through_and_waits_on_its_queue() {
+    async fn the_consumer_stage_passes_a_paged_list_through_and_waits_on_its_queue() {
         let queue: Arc<dyn DeltaQueue<Pod>> = Arc::new(RealFifo::new());
-        let sink = SyncingSink {
-            queue: Arc::clone(&queue),
-            synced: Arc::new(SyncedFlag::new()),
-            consumer: None,
-        };
+        let synced = Arc::new(SyncedFlag::new());
+        let processor = Arc::new(SharedProcessor::new(
+            Arc::clone(&synced) as Arc<dyn crate::cache::sync::HasSynced>
+        ));
+        let sink = consumer_over(&queue, Arc::new(Indexer::default()), &processor, synced);
         assert!(sink.begin_paged_replace());
         sink.replace_page(vec![pod_rv("ns", "a", "1"), pod_rv("ns", "b", "1")])
             .unwrap();

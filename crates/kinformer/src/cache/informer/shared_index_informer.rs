@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::cache::controller::{DeltaConsumer, ProcessLoop, SyncingSink};
+use crate::cache::controller::{DeltaConsumer, ProcessLoop};
 use crate::cache::fifo::{DeltaFifo, DeltaQueue, INFORMER_MAX_LIVE_BATCH, KnownObjects, RealFifo};
 use crate::cache::handler::{HandlerOptions, ResourceEventHandler};
 use crate::cache::informer::InformerMetrics;
@@ -552,12 +552,8 @@ where
             Arc::clone(&inner.indexer),
             Arc::clone(&inner.processor),
             Arc::clone(&inner.block_deltas),
+            Arc::clone(&inner.synced),
         ));
-        let sink = Arc::new(SyncingSink {
-            queue: Arc::clone(&queue),
-            synced: Arc::clone(&inner.synced),
-            consumer: Some(Arc::clone(&consumer)),
-        });
         let options = ReflectorOptions {
             name: inner.name.clone(),
             resync_period: check_period,
@@ -568,7 +564,8 @@ where
             ..ReflectorOptions::default()
         };
         let processor = Arc::clone(&inner.processor);
-        let mut reflector = Reflector::new(inner.lw.clone(), sink, options)
+        // The consumer stage is the reflector's output port.
+        let mut reflector = Reflector::new(inner.lw.clone(), Arc::clone(&consumer) as _, options)
             .with_should_resync(move || processor.should_resync(Instant::now()));
         let last_error = Arc::clone(&inner.last_error);
         reflector = reflector.with_watch_error_handler(move |e| {
@@ -588,10 +585,7 @@ where
         }
 
         let tasks = TaskTracker::new();
-        let process = ProcessLoop {
-            consumer,
-            synced: Arc::clone(&inner.synced),
-        };
+        let process = ProcessLoop { consumer };
         tasks.spawn(process.run(stop.clone()));
         tasks.spawn({
             let (reflector, stop) = (Arc::clone(&reflector), stop.clone());

@@ -299,6 +299,11 @@ impl<K> ProcessorListener<K> {
         take_offer
     }
 
+    /// Wakes the listener's task (a [`Delivery`](super::Delivery) dropped undelivered).
+    pub(super) fn wake(&self) {
+        self.wake.notify_one();
+    }
+
     /// Delivers what is buffered on the calling task, in the listener task's place, after
     /// [`add_all_for`](Self::add_all_for) returned true: for at most about
     /// [`DELIVERY_SLICE`], and only while each call stays within [`INLINE_BUDGET`]; what is

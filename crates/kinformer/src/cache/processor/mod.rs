@@ -14,6 +14,7 @@
 //!   and the handler has returned from every initial add.
 //! - *Clean stop*: [`SharedProcessor::shutdown`] leaves no listener task behind.
 
+mod delivery;
 mod error;
 mod listener;
 mod notification;
@@ -21,6 +22,7 @@ mod registration;
 mod resync;
 mod shared_processor;
 
+pub(crate) use delivery::Delivery;
 pub use error::ProcessorError;
 pub(crate) use listener::{Consumer, INLINE_BUDGET, ProcessorListener};
 #[cfg(test)]

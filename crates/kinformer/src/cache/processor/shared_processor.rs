@@ -16,11 +16,11 @@ use tokio_util::task::TaskTracker;
 
 #[cfg(test)]
 use crate::cache::handler::ResourceEventHandler;
-use crate::cache::processor::Notification;
 use crate::cache::processor::{
     Consumer, ProcessorError, ProcessorListener, ResourceEventHandlerRegistration, ResyncPeriods,
     determine_resync_period,
 };
+use crate::cache::processor::{Delivery, Notification};
 use crate::cache::sync::HasSynced;
 
 #[derive(Debug)]
@@ -214,7 +214,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     where
         K: Resource,
     {
-        let helped = self.distribute_marked(
+        let delivery = self.distribute_marked(
             notifications
                 .into_iter()
                 .map(|n| {
@@ -224,28 +224,28 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
                 .collect(),
             false,
         );
-        debug_assert!(helped.is_empty(), "nothing was offered");
+        debug_assert!(delivery.is_empty(), "nothing was offered");
     }
 
     /// As [`distribute_all`](Self::distribute_all), with each notification's sync mark
     /// decided by the caller (the process loop has it from the indexer, which in compact
     /// storage decides it without reading the old object's metadata).
     ///
-    /// With `offer`, the caller offers to deliver to non-blocking handlers itself: the
-    /// listeners that take the offer are returned (their tasks were not woken), and the caller
-    /// must call [`ProcessorListener::help`] on each once it holds no lock.
+    /// With `offer`, the caller offers to deliver to non-blocking handlers on its own task:
+    /// the listeners that take the offer are not woken, and the returned [`Delivery`]
+    /// delivers to them when the caller runs it, once it holds no lock.
     pub(crate) fn distribute_marked(
         &self,
         batch: Vec<(Notification<K>, bool)>,
         offer: bool,
-    ) -> Vec<Arc<ProcessorListener<K>>> {
-        let mut helped = Vec::new();
+    ) -> Delivery<K> {
+        let mut delivery = Delivery::none();
         if batch.is_empty() {
-            return helped;
+            return delivery;
         }
         let st = self.state.read();
         let Some((last, rest)) = st.listeners.split_last() else {
-            return helped;
+            return delivery;
         };
         for listener in rest {
             let syncing = listener.is_syncing();
@@ -254,7 +254,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
                 .filter(|(_, sync)| syncing || !sync)
                 .map(|(n, _)| n.clone());
             if listener.add_all_for(notifications, offer) {
-                helped.push(Arc::clone(listener));
+                delivery.push(Arc::clone(listener));
             }
         }
         // The last one takes the originals: one clone fewer per notification.
@@ -264,9 +264,9 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
             .filter(|(_, sync)| syncing || !sync)
             .map(|(n, _)| n);
         if last.add_all_for(notifications, offer) {
-            helped.push(Arc::clone(last));
+            delivery.push(Arc::clone(last));
         }
-        helped
+        delivery
     }
 
     /// Marks which listeners are due for a resync at `now` (client-go's `shouldResync`): due
