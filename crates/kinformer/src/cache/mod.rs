@@ -1,11 +1,17 @@
 //! The informer cache, one folder per stage of the flow:
 //!
 //! ```text
-//! listwatch ─▶ reflector ─▶ fifo ─▶ controller (process loop) ─▶ store (indexer)
-//!                                                     └──────────▶ processor ─▶ handler
+//! listwatch ─▶ reflector ─▶ controller ─▶ processor ─▶ handler
+//!                           (the consumer stage: the reflector's output port)
+//!                            ├─ fifo: each write is queued, then popped in order
+//!                            └─ store (indexer): each popped delta is applied, then delivered
 //! informer: the SharedIndexInformer and the factory that assemble the stages; listers read the store
-//! meta: object keys, tombstones, Lazy objects, label selectors; sync: has_synced and waits
+//! meta: object keys, tombstones, label selectors; sync: has_synced and waits
 //! ```
+//!
+//! Until the first list is in, the consumer stage pops on a task of its own (the process
+//! loop); from then on a live event is queued, popped, applied and delivered to non-blocking
+//! handlers on the reflector's task, in that order, and other handlers' tasks are woken.
 //!
 //! What a controller author uses is re-exported here. Building blocks for assembling a
 //! pipeline of your own live in their stage's module, each under one path:

@@ -1,6 +1,6 @@
-//! The delta queues between the reflector and the process loop: [`Delta`]s, the
-//! [`ReflectorSink`] the reflector writes into, the [`DeltaQueue`] contract the process loop
-//! pops from, and its two implementations, [`DeltaFifo`] (client-go's `DeltaFIFO`) and
+//! The delta queues that order an informer's changes (its consumer stage queues each write and
+//! pops it): [`Delta`]s, the [`ReflectorSink`] a reflector writes into, the [`DeltaQueue`]
+//! contract a consumer pops from, and its two implementations, [`DeltaFifo`] (client-go's `DeltaFIFO`) and
 //! [`RealFifo`] (client-go's `RealFIFO`), which share one locked core.
 
 mod core;

@@ -27,8 +27,8 @@ pub type ProcessFn<'a, K> = &'a mut (dyn FnMut(Popped<K>) + Send);
 /// A boxed pop future.
 pub type PopFuture<'a> = Pin<Box<dyn Future<Output = Result<(), CacheError>> + Send + 'a>>;
 
-/// A delta queue as the informer drives it: the reflector writes through [`ReflectorSink`],
-/// the process loop pops. Implemented by [`DeltaFifo`](super::DeltaFifo) and
+/// A delta queue as the informer drives it: writes come through [`ReflectorSink`], the
+/// informer's consumer stage pops. Implemented by [`DeltaFifo`](super::DeltaFifo) and
 /// [`RealFifo`](super::RealFifo); object-safe, so an informer can hold `Arc<dyn DeltaQueue<K>>`.
 pub trait DeltaQueue<K>: ReflectorSink<K> {
     /// Waits for the next item, removes it and calls `process` with it (without holding the

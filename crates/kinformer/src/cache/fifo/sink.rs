@@ -10,8 +10,11 @@ use crate::cache::store::ExpirationCache;
 
 /// What a reflector writes into: client-go's `Store` interface as used by `Reflector`.
 ///
-/// Implemented by the delta queues (DeltaFIFO, RealFIFO). Every method is synchronous and must
-/// return quickly: it records the change and wakes the consumer, it never runs user code.
+/// Implemented by the delta queues (DeltaFIFO, RealFIFO), which record the change and wake
+/// their consumer, and by the TTL store. Every method is synchronous and returns quickly. (An
+/// informer's reflector writes into the informer's consumer stage, which queues the change
+/// and, once synced, also applies it and calls the handlers registered as non-blocking, each
+/// within its call budget.)
 pub trait ReflectorSink<K>: Send + Sync + 'static {
     /// An object was added (watch `ADDED`).
     fn add(&self, obj: Arc<K>) -> Result<(), CacheError>;
