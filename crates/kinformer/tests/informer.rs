@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::cache::reflector::ReflectorError;
+use kinformer::cache::listwatch::Selectors;
+use kinformer::cache::reflector::{ReflectorError, ReflectorOptions};
 use kinformer::cache::store::{CompactOptions, label_index_func};
 use kinformer::cache::testing::FakeListerWatcher;
 use kinformer::cache::{
@@ -264,6 +265,38 @@ async fn an_empty_initial_list_still_syncs() {
         run.stop().await;
     })
     .await;
+}
+
+/// The reflector's settings embedded in the informer's options reach the requests: watch-list
+/// off (a list, then a watch), the page size, and the selectors in every list and watch.
+#[tokio::test(start_paused = true)]
+async fn the_embedded_reflector_options_shape_every_list_and_watch() {
+    let lw = FakeListerWatcher::<ConfigMap>::new();
+    lw.add(cm("a")).unwrap();
+    let selectors = Selectors {
+        label_selector: Some("app=web".into()),
+        field_selector: Some("metadata.name=a".into()),
+    };
+    let reflector = ReflectorOptions::new("overridden by the informer")
+        .with_watch_list(false)
+        .with_page_size(7)
+        .with_selectors(selectors.clone());
+    let inf = SharedIndexInformer::new(
+        lw.clone(),
+        InformerOptions::<ConfigMap>::new("pods").with_reflector(reflector),
+    );
+    let run = start(&inf);
+    inf.wait_synced().await;
+    eventually("a watch", || lw.watch_calls().len() == 1).await;
+    let lists = lw.list_calls();
+    assert_eq!(lists.len(), 1, "watch-list is off: one list");
+    assert_eq!(lists[0].limit, Some(7));
+    assert_eq!(lists[0].selectors, selectors);
+    let watch = &lw.watch_calls()[0];
+    assert!(!watch.send_initial_events);
+    assert_eq!(watch.selectors, selectors);
+    assert_eq!(inf.get_indexer().len(), 1);
+    run.stop().await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cache::informer::Storage;
-use crate::cache::reflector::DEFAULT_MIN_WATCH_TIMEOUT;
+use crate::cache::reflector::ReflectorOptions;
 use crate::cache::store::{Indexers, TransformFunc};
 use crate::wait::BackoffManager;
 
@@ -24,11 +24,15 @@ pub enum QueueKind {
     DeltaFifo,
 }
 
-/// How to build a [`SharedIndexInformer`](super::SharedIndexInformer).
+/// How to build a [`SharedIndexInformer`](super::SharedIndexInformer): the cache's and the
+/// queue's settings, and the reflector's list/watch settings embedded as
+/// [`reflector`](Self::reflector).
 ///
-/// Selectors are not here: they belong to the
+/// Selectors usually belong to the
 /// [`ListerWatcher`](crate::cache::listwatch::ListerWatcher) (e.g.
-/// [`KubeListerWatcher::labels`](crate::kube::KubeListerWatcher::labels)).
+/// [`KubeListerWatcher::labels`](crate::kube::KubeListerWatcher::labels));
+/// `reflector.selectors`, when set, are asked for in every list and watch (a
+/// `KubeListerWatcher` lets them override its own).
 ///
 /// ```
 /// use std::time::Duration;
@@ -57,10 +61,11 @@ pub struct InformerOptions<K> {
     pub storage: Storage<K>,
     /// The delta queue.
     pub queue: QueueKind,
-    /// Try watch-list (`sendInitialEvents`) before list + watch (default true).
-    pub use_watch_list: bool,
-    /// Explicit list page size; `None` applies client-go's rules (500).
-    pub page_size: Option<u32>,
+    /// The reflector's list/watch settings: watch-list (default on), page size (client-go's
+    /// rules by default), minimum watch timeout, selectors, internal-error retries. The
+    /// informer sets their `name` to [`name`](Self::name) and their `resync_period` to its
+    /// resync check period (computed from its handlers' periods), whatever they hold.
+    pub reflector: ReflectorOptions,
     /// `false` (the default): a relist streams into the cache as the first list does: each
     /// page (or part of a response that streams in) is applied as it arrives, new and changed
     /// objects at once, and what the list no longer holds is deleted at its end; the informer
@@ -75,8 +80,6 @@ pub struct InformerOptions<K> {
     /// content or the new, never a mix, at the cost of holding the whole list beside the
     /// cache while it arrives.
     pub atomic_relists: bool,
-    /// Minimum watch timeout (raised to 5 minutes if lower).
-    pub min_watch_timeout: Duration,
     /// The reflector's backoff between failed list/watch attempts; `None` (the default) is
     /// client-go's 800 ms doubling to 30 s, reset after 2 minutes of quiet. Set it to retry
     /// sooner against a local server, or to back off further from a struggling one.
@@ -92,10 +95,8 @@ impl<K> Default for InformerOptions<K> {
             transform: None,
             storage: Storage::typed(),
             queue: QueueKind::default(),
-            use_watch_list: true,
-            page_size: None,
+            reflector: ReflectorOptions::default(),
             atomic_relists: false,
-            min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
             backoff: None,
         }
     }
@@ -110,10 +111,8 @@ impl<K> Clone for InformerOptions<K> {
             transform: self.transform.clone(),
             storage: self.storage.clone(),
             queue: self.queue,
-            use_watch_list: self.use_watch_list,
-            page_size: self.page_size,
+            reflector: self.reflector.clone(),
             atomic_relists: self.atomic_relists,
-            min_watch_timeout: self.min_watch_timeout,
             backoff: self.backoff.clone(),
         }
     }
@@ -130,10 +129,8 @@ impl<K> fmt::Debug for InformerOptions<K> {
             .field("transform", &self.transform.is_some())
             .field("storage", &self.storage)
             .field("queue", &self.queue)
-            .field("use_watch_list", &self.use_watch_list)
-            .field("page_size", &self.page_size)
+            .field("reflector", &self.reflector)
             .field("atomic_relists", &self.atomic_relists)
-            .field("min_watch_timeout", &self.min_watch_timeout)
             .field("backoff", &self.backoff.is_some())
             .finish()
     }
@@ -187,10 +184,17 @@ impl<K> InformerOptions<K> {
         self
     }
 
-    /// Turns watch-list on or off.
+    /// Replaces the reflector's list/watch settings (see [`reflector`](Self::reflector)).
+    #[must_use]
+    pub fn with_reflector(mut self, reflector: ReflectorOptions) -> Self {
+        self.reflector = reflector;
+        self
+    }
+
+    /// Turns watch-list on or off (in [`reflector`](Self::reflector)).
     #[must_use]
     pub fn with_watch_list(mut self, on: bool) -> Self {
-        self.use_watch_list = on;
+        self.reflector.use_watch_list = on;
         self
     }
 
@@ -207,10 +211,10 @@ impl<K> InformerOptions<K> {
         self
     }
 
-    /// Sets an explicit list page size.
+    /// Sets an explicit list page size (in [`reflector`](Self::reflector)).
     #[must_use]
     pub fn with_page_size(mut self, size: u32) -> Self {
-        self.page_size = Some(size);
+        self.reflector.page_size = Some(size);
         self
     }
 

@@ -557,11 +557,7 @@ where
         let options = ReflectorOptions {
             name: inner.name.clone(),
             resync_period: check_period,
-            min_watch_timeout: inner.options.min_watch_timeout,
-            page_size: inner.options.page_size,
-            use_watch_list: inner.options.use_watch_list,
-            selectors: Default::default(),
-            ..ReflectorOptions::default()
+            ..inner.options.reflector.clone()
         };
         let processor = Arc::clone(&inner.processor);
         // The consumer stage is the reflector's output port.

@@ -95,7 +95,20 @@ pub type WatchErrorHandler = Box<dyn Fn(&ReflectorError) + Send + Sync>;
 /// Asked before each periodic resync; `false` skips that resync.
 pub type ShouldResync = Box<dyn Fn() -> bool + Send + Sync>;
 
-/// Settings of a [`Reflector`].
+/// Settings of a [`Reflector`]: public fields with defaults, and a `with_*` builder for each
+/// (the style of every options type in this crate). An informer embeds them as
+/// [`InformerOptions::reflector`](crate::cache::InformerOptions::reflector).
+///
+/// ```
+/// use std::time::Duration;
+/// use kinformer::cache::reflector::ReflectorOptions;
+///
+/// let options = ReflectorOptions::new("pods")
+///     .with_page_size(100)
+///     .with_watch_list(false)
+///     .with_max_internal_error_retry_duration(Duration::from_secs(30));
+/// assert_eq!(options.page_size, Some(100));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReflectorOptions {
     /// Name used in logs and traces.
@@ -129,6 +142,59 @@ impl Default for ReflectorOptions {
             selectors: Selectors::default(),
             max_internal_error_retry_duration: Duration::ZERO,
         }
+    }
+}
+
+impl ReflectorOptions {
+    /// Default options under `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets how often the sink is resynced while watching (zero: never).
+    #[must_use]
+    pub fn with_resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+
+    /// Sets the minimum watch timeout (raised to 5 minutes if lower).
+    #[must_use]
+    pub fn with_min_watch_timeout(mut self, timeout: Duration) -> Self {
+        self.min_watch_timeout = timeout;
+        self
+    }
+
+    /// Sets an explicit list page size.
+    #[must_use]
+    pub fn with_page_size(mut self, size: u32) -> Self {
+        self.page_size = Some(size);
+        self
+    }
+
+    /// Turns watch-list on or off.
+    #[must_use]
+    pub fn with_watch_list(mut self, on: bool) -> Self {
+        self.use_watch_list = on;
+        self
+    }
+
+    /// Sets the label and field selectors of every list and watch.
+    #[must_use]
+    pub fn with_selectors(mut self, selectors: Selectors) -> Self {
+        self.selectors = selectors;
+        self
+    }
+
+    /// Sets client-go's `MaxInternalErrorRetryDuration` (see
+    /// [`max_internal_error_retry_duration`](Self::max_internal_error_retry_duration)).
+    #[must_use]
+    pub fn with_max_internal_error_retry_duration(mut self, duration: Duration) -> Self {
+        self.max_internal_error_retry_duration = duration;
+        self
     }
 }
 
