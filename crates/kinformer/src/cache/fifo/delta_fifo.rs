@@ -7,12 +7,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::cache::fifo::core::{FifoCore, Locked, impl_delta_queue};
+use crate::cache::fifo::inputs::{Inputs, impl_inputs_builders};
 use crate::cache::fifo::{Delta, ReflectorSink};
-use crate::cache::fifo::{DeltaQueue, KnownObjects, PopFuture, Popped, ProcessFn};
+use crate::cache::fifo::{DeltaQueue, PopFuture, Popped, ProcessFn};
 use crate::cache::meta::{
     CacheError, DeletedFinalStateUnknown, DeletedObject, ObjectKey, meta_namespace_key,
 };
-use crate::cache::store::TransformFunc;
 use crate::hash::{FastMap, FastSet};
 use kube_core::Resource;
 
@@ -100,8 +100,7 @@ fn dedup_deltas<K>(deltas: &mut Vec<Delta<K>>) {
 /// ```
 pub struct DeltaFifo<K> {
     core: FifoCore<Keyed<K>>,
-    known_objects: Option<Arc<dyn KnownObjects<K>>>,
-    transformer: Option<TransformFunc<K>>,
+    inputs: Inputs<K>,
     emit_delta_type_replaced: bool,
 }
 
@@ -141,8 +140,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 queue: VecDeque::new(),
                 in_flight: None,
             }),
-            known_objects: None,
-            transformer: None,
+            inputs: Inputs::none(),
             emit_delta_type_replaced: true,
         }
     }
@@ -159,20 +157,6 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         self
     }
 
-    /// Sets the consumer's store (normally the informer's [`Indexer`](crate::cache::store::Indexer)): used to
-    /// find deletions missed during a relist, to resync, and to decide whether a delete of an
-    /// unqueued key is relevant.
-    pub fn with_known_objects(mut self, known: Arc<dyn KnownObjects<K>>) -> Self {
-        self.known_objects = Some(known);
-        self
-    }
-
-    /// Sets a transformer run once per incoming object (never on tombstones or resyncs).
-    pub fn with_transformer(mut self, transformer: TransformFunc<K>) -> Self {
-        self.transformer = Some(transformer);
-        self
-    }
-
     /// `false` queues relisted objects as `Sync` instead of `Replaced` (client-go's behaviour
     /// before `EmitDeltaTypeReplaced`).
     pub fn with_emit_delta_type_replaced(mut self, emit: bool) -> Self {
@@ -180,15 +164,8 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         self
     }
 
-    fn transform(&self, obj: Arc<K>) -> Arc<K> {
-        match &self.transformer {
-            Some(t) => t(obj),
-            None => obj,
-        }
-    }
-
     fn push(&self, delta_of: fn(Arc<K>) -> Delta<K>, obj: Arc<K>) -> Result<(), CacheError> {
-        let obj = self.transform(obj);
+        let obj = self.inputs.transform(obj);
         let key = meta_namespace_key(obj.as_ref())?;
         let mut s = self.core.lock_open()?;
         s.populated = true;
@@ -250,6 +227,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         // Deletions of known keys missing from the list with nothing queued (the key being
         // processed counts as known if its processing leaves an object).
         let mut known_keys = self
+            .inputs
             .known_objects
             .as_ref()
             .map(|k| k.list_keys())
@@ -280,7 +258,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     fn keyed(&self, objs: Vec<Arc<K>>) -> Result<Vec<(ObjectKey, Arc<K>)>, CacheError> {
         let mut keyed = Vec::with_capacity(objs.len());
         for obj in objs {
-            let obj = self.transform(obj);
+            let obj = self.inputs.transform(obj);
             let key = meta_namespace_key(obj.as_ref())?;
             keyed.push((key, obj));
         }
@@ -303,7 +281,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         {
             return outcome.clone();
         }
-        self.known_objects.as_ref()?.get_by_key(key)
+        self.inputs.known_objects.as_ref()?.get_by_key(key)
     }
 
     /// The keys queued in `data` (what a paged relist waits on, see `FifoCore::room_for`).
@@ -352,7 +330,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
     }
 
     fn delete(&self, obj: Arc<K>) -> Result<(), CacheError> {
-        let obj = self.transform(obj);
+        let obj = self.inputs.transform(obj);
         let key = meta_namespace_key(obj.as_ref())?;
         let mut s = self.core.lock_open()?;
         s.populated = true;
@@ -387,7 +365,11 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
     }
 
     fn begin_paged_replace(&self) -> bool {
-        let known_empty = self.known_objects.as_ref().is_none_or(|k| k.is_empty());
+        let known_empty = self
+            .inputs
+            .known_objects
+            .as_ref()
+            .is_none_or(|k| k.is_empty());
         self.core
             .begin_paged(|data: &Keyed<K>| known_empty && data.queue.is_empty())
     }
@@ -421,7 +403,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
     }
 
     fn resync(&self) -> Result<(), CacheError> {
-        let Some(known) = &self.known_objects else {
+        let Some(known) = &self.inputs.known_objects else {
             return Ok(());
         };
         let mut s = self.core.lock_open()?;
@@ -445,6 +427,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for DeltaFifo<K> {
 }
 
 impl_delta_queue!(DeltaFifo);
+impl_inputs_builders!(DeltaFifo);
 
 #[cfg(test)]
 mod tests {
@@ -455,6 +438,7 @@ mod tests {
     use super::*;
     use crate::cache::fifo::DeltaType;
     use crate::cache::store::Indexer;
+    use crate::cache::store::TransformFunc;
     use crate::test_support::{kinds, pod, pod_rv, rv};
 
     async fn pop(f: &DeltaFifo<Pod>) -> Popped<Pod> {

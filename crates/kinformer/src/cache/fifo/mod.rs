@@ -6,6 +6,7 @@
 mod core;
 mod delta;
 mod delta_fifo;
+mod inputs;
 mod queue;
 mod real_fifo;
 mod sink;

@@ -7,12 +7,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::cache::fifo::core::{FifoCore, Locked, impl_delta_queue};
+use crate::cache::fifo::inputs::{Inputs, impl_inputs_builders};
 use crate::cache::fifo::{Delta, ReflectorSink};
-use crate::cache::fifo::{DeltaQueue, KnownObjects, PopFuture, Popped, ProcessFn};
+use crate::cache::fifo::{DeltaQueue, PopFuture, Popped, ProcessFn};
 use crate::cache::meta::{
     CacheError, DeletedFinalStateUnknown, DeletedObject, ObjectKey, meta_namespace_key,
 };
-use crate::cache::store::TransformFunc;
 use crate::hash::{FastMap, FastSet, FastState};
 use kube_core::Resource;
 
@@ -66,8 +66,7 @@ type Log<K> = VecDeque<Entry<K>>;
 /// ```
 pub struct RealFifo<K> {
     core: FifoCore<Log<K>>,
-    known_objects: Option<Arc<dyn KnownObjects<K>>>,
-    transformer: Option<TransformFunc<K>>,
+    inputs: Inputs<K>,
     atomic: bool,
     emit_bookmarks: bool,
     max_batch: usize,
@@ -99,26 +98,12 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     pub fn new() -> Self {
         RealFifo {
             core: FifoCore::new(VecDeque::new()),
-            known_objects: None,
-            transformer: None,
+            inputs: Inputs::none(),
             atomic: true,
             emit_bookmarks: false,
             max_batch: DEFAULT_MAX_BATCH,
             max_live_batch: DEFAULT_MAX_BATCH,
         }
-    }
-
-    /// Sets the consumer's store; needed by non-atomic `replace` (to find vanished keys) and
-    /// non-atomic `resync`.
-    pub fn with_known_objects(mut self, known: Arc<dyn KnownObjects<K>>) -> Self {
-        self.known_objects = Some(known);
-        self
-    }
-
-    /// Sets a transformer run once per incoming object (never on tombstones or resyncs).
-    pub fn with_transformer(mut self, transformer: TransformFunc<K>) -> Self {
-        self.transformer = Some(transformer);
-        self
     }
 
     /// `true`: relists go page by page as the first list does
@@ -163,13 +148,6 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
         self
     }
 
-    fn transform(&self, obj: Arc<K>) -> Arc<K> {
-        match &self.transformer {
-            Some(t) => t(obj),
-            None => obj,
-        }
-    }
-
     fn append(
         &self,
         entries: impl IntoIterator<Item = (Option<ObjectKey>, Delta<K>)>,
@@ -189,7 +167,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     }
 
     fn push_object(&self, delta_of: fn(Arc<K>) -> Delta<K>, obj: Arc<K>) -> Result<(), CacheError> {
-        let obj = self.transform(obj);
+        let obj = self.inputs.transform(obj);
         let key = meta_namespace_key(obj.as_ref())?;
         // One delta: appended as it is, without a vector around it.
         self.append(std::iter::once((Some(key), delta_of(obj))), false)
@@ -234,7 +212,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
             .iter()
             .any(|(_, d)| matches!(d, Delta::ReplacedAll { .. }));
         let mut order = queued_order;
-        if let Some(known) = &self.known_objects
+        if let Some(known) = &self.inputs.known_objects
             && !replaced_all
         {
             for key in known.list_keys() {
@@ -265,7 +243,7 @@ impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     fn replaced(&self, objs: Vec<Arc<K>>) -> Result<Vec<Entry<K>>, CacheError> {
         objs.into_iter()
             .map(|o| {
-                let o = self.transform(o);
+                let o = self.inputs.transform(o);
                 let key = meta_namespace_key(o.as_ref())?;
                 Ok((Some(key), Delta::Replaced(o)))
             })
@@ -362,7 +340,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
     }
 
     fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), CacheError> {
-        let objs: Vec<Arc<K>> = objs.into_iter().map(|o| self.transform(o)).collect();
+        let objs: Vec<Arc<K>> = objs.into_iter().map(|o| self.inputs.transform(o)).collect();
         if self.atomic {
             // Keys are checked now so a bad object is refused here, not at the consumer.
             for o in &objs {
@@ -395,7 +373,11 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
     }
 
     fn begin_paged_replace(&self) -> bool {
-        let known_empty = self.known_objects.as_ref().is_none_or(|k| k.is_empty());
+        let known_empty = self
+            .inputs
+            .known_objects
+            .as_ref()
+            .is_none_or(|k| k.is_empty());
         self.core
             .begin_paged(|log: &Log<K>| known_empty && log.is_empty())
     }
@@ -436,7 +418,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
         if self.atomic {
             return self.append(vec![(None, Delta::SyncAll)], false);
         }
-        let Some(known) = &self.known_objects else {
+        let Some(known) = &self.inputs.known_objects else {
             return Ok(());
         };
         let mut s = self.core.lock_open()?;
@@ -467,6 +449,7 @@ impl<K: Resource + Send + Sync + 'static> ReflectorSink<K> for RealFifo<K> {
 }
 
 impl_delta_queue!(RealFifo);
+impl_inputs_builders!(RealFifo);
 
 #[cfg(test)]
 mod tests {
@@ -479,6 +462,7 @@ mod tests {
     use crate::cache::fifo::DeltaType;
     use crate::cache::processor::Notification;
     use crate::cache::store::Indexer;
+    use crate::cache::store::TransformFunc;
     use crate::test_support::{describe, kinds, pod, pod_rv, rv};
 
     async fn pop(f: &RealFifo<Pod>) -> Popped<Pod> {
