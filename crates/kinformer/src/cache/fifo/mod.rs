@@ -18,5 +18,5 @@ pub use delta::{Delta, DeltaType};
 pub use delta_fifo::DeltaFifo;
 pub use queue::{DeltaQueue, KnownObjects, PopFuture, Popped, ProcessFn};
 pub(crate) use real_fifo::INFORMER_MAX_LIVE_BATCH;
-pub use real_fifo::{DEFAULT_MAX_BATCH, RealFifo};
+pub use real_fifo::RealFifo;
 pub use sink::ReflectorSink;

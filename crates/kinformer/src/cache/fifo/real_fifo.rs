@@ -17,7 +17,7 @@ use crate::hash::{FastMap, FastSet, FastState};
 use kube_core::Resource;
 
 /// The default largest batch a pop hands out.
-pub const DEFAULT_MAX_BATCH: usize = 1000;
+pub(crate) const DEFAULT_MAX_BATCH: usize = 1000;
 
 /// The largest batch an informer's queue hands out past its initial list: a batch's
 /// notifications reach the handlers only once the whole batch is applied, so live batches are
@@ -94,7 +94,7 @@ impl<K: Resource + Send + Sync + 'static> Default for RealFifo<K> {
 
 impl<K: Resource + Send + Sync + 'static> RealFifo<K> {
     /// An empty log in atomic mode, without bookmarks, batches of up to
-    /// [`DEFAULT_MAX_BATCH`].
+    /// 1,000.
     pub fn new() -> Self {
         RealFifo {
             core: FifoCore::new(VecDeque::new()),
