@@ -10,12 +10,17 @@
 //! - [`DecodeError`]: an object that could not be decoded.
 
 mod error;
+mod event;
 pub(crate) mod lazy;
 #[cfg(feature = "kube")]
 pub(crate) mod list_stream;
 mod member_ahead;
 
-pub use error::DecodeError;
+pub use error::{
+    ApiStatus, CAUSE_RESOURCE_VERSION_TOO_LARGE, DecodeError, ListWatchError, StatusCause,
+    TransportErrorKind,
+};
+pub use event::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, ObjectList, WatchEvent};
 #[cfg(feature = "kube")]
 pub(crate) use lazy::keeps_bytes;
 #[cfg(feature = "kube")]
