@@ -280,6 +280,33 @@ impl ListWatchError {
     }
 }
 
+/// Converts a `metav1.Status` into an [`ApiStatus`].
+#[cfg(feature = "kube")]
+pub(crate) fn api_status(s: &kube_core::Status) -> ApiStatus {
+    let (causes, retry_after) = match &s.details {
+        Some(d) => (
+            d.causes
+                .iter()
+                .map(|c| StatusCause {
+                    reason: c.reason.clone(),
+                    message: c.message.clone(),
+                    field: c.field.clone(),
+                })
+                .collect(),
+            (d.retry_after_seconds > 0)
+                .then(|| Duration::from_secs(u64::from(d.retry_after_seconds))),
+        ),
+        None => (Vec::new(), None),
+    };
+    ApiStatus {
+        code: s.code,
+        reason: s.reason.clone(),
+        message: s.message.clone(),
+        causes,
+        retry_after,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

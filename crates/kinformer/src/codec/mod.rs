@@ -11,11 +11,23 @@
 
 mod error;
 mod event;
+#[cfg(feature = "kube")]
+pub(crate) mod heap_reserve;
+#[cfg(feature = "kube")]
+pub(crate) mod json;
 pub(crate) mod lazy;
 #[cfg(feature = "kube")]
 pub(crate) mod list_stream;
 mod member_ahead;
+#[cfg(feature = "protobuf")]
+pub(crate) mod protobuf;
+#[cfg(feature = "kube")]
+pub(crate) mod split_decode;
+#[cfg(feature = "kube")]
+mod wire;
 
+#[cfg(feature = "kube")]
+pub(crate) use error::api_status;
 pub use error::{
     ApiStatus, CAUSE_RESOURCE_VERSION_TOO_LARGE, DecodeError, ListWatchError, StatusCause,
     TransportErrorKind,
@@ -26,3 +38,5 @@ pub(crate) use lazy::keeps_bytes;
 #[cfg(feature = "kube")]
 pub(crate) use member_ahead::member_ahead;
 pub(crate) use member_ahead::member_ahead_str;
+#[cfg(feature = "kube")]
+pub use wire::Wire;

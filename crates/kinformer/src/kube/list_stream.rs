@@ -23,9 +23,9 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::decode::{self, JsonDecoder};
 use super::error;
 use crate::cache::listwatch::{DecodeError, ListRest, ListWatchError, ObjectList};
+use crate::codec::json::{self, JsonDecoder};
 use crate::codec::list_stream::{ListBatch, ListEnd, ListFormat, ListSplit, SplitError};
 
 /// How a list body is read.
@@ -133,7 +133,7 @@ where
 /// The encoding a list response's content type names.
 fn format_of(content_type: &str) -> ListFormat {
     #[cfg(feature = "protobuf")]
-    if super::protobuf::is_protobuf(content_type) {
+    if crate::codec::protobuf::is_protobuf(content_type) {
         return ListFormat::Protobuf;
     }
     let _ = content_type;
@@ -312,7 +312,7 @@ fn decode_batch<K: DeserializeOwned + Send + Sync + 'static>(
 ) -> Result<ObjectList<K>, ListWatchError> {
     match format {
         #[cfg(feature = "protobuf")]
-        ListFormat::Protobuf => super::protobuf::decode_list::<K>(&batch.body),
+        ListFormat::Protobuf => crate::codec::protobuf::decode_list::<K>(&batch.body),
         ListFormat::Json => {
             // The splitter checked each item to be JSON: decoded where it lies, without
             // reading the batch as a list again.
@@ -330,7 +330,7 @@ fn decode_batch<K: DeserializeOwned + Send + Sync + 'static>(
                     })?;
                 items.push(text);
             }
-            Ok(decode::decode_items::<K, _>(
+            Ok(json::decode_items::<K, _>(
                 JsonDecoder::DEFAULT,
                 batch.body.len(),
                 &items,
