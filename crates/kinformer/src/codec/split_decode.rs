@@ -14,7 +14,7 @@
 //! larger steps: in one measured decode of 100,000 protobuf pods in two equal halves, the
 //! spawned thread took 1.3–1.5× as long as the calling thread, which then waited for it.
 //! Each thread also makes room on its heap for a chunk's typed objects before decoding it
-//! (see [`heap_reserve`](super::heap_reserve)).
+//! (see [`heap_reserve`]).
 
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};

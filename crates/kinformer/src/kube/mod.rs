@@ -9,6 +9,14 @@
 //! It works for typed resources (`k8s-openapi`, custom resources), `DynamicObject`, and
 //! metadata-only objects ([`KubeListerWatcher::metadata`] → `PartialObjectMeta<K>`).
 //!
+//! This module is the transport: the requests (query strings, `Accept`, the choice of decoder
+//! by the response's `Content-Type`), what is learnt of the server ([`ServerCapabilities`]),
+//! `kube::Error` mapped onto [`ListWatchError`],
+//! list bodies read as they arrive (and their batches decoded on tasks of their own), writes,
+//! and the factory's constructors. The decoders themselves (JSON and protobuf, lists and
+//! watch events) are the crate's codec layer, below the cache; [`decode_list`],
+//! [`decode_watch_line`], `decode_protobuf_list` and [`Wire`] are re-exported here.
+//!
 //! Differences from `kube::Api`, on purpose:
 //! - a list at `resourceVersion=0` with a `limit` still sends `resourceVersion=0` (kube drops
 //!   it when a limit is set; client-go sends both, and the reflector's page-size rules assume

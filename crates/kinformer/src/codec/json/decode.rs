@@ -227,7 +227,7 @@ pub fn decode_list<K: DeserializeOwned + Send + Sync>(
 
 /// [`decode_list`] with a given decoder: in one pass when every item decodes (typed
 /// objects), else item by item; a large body item by item on several threads (see
-/// [`split_decode`](crate::codec::split_decode)).
+/// [`split_decode`]).
 pub(crate) fn decode_list_with<K: DeserializeOwned + Send + Sync>(
     decoder: JsonDecoder,
     body: &str,
