@@ -136,7 +136,8 @@ pub enum TransportErrorKind {
     Other,
 }
 
-/// An error from a [`ListerWatcher`](crate::cache::listwatch::ListerWatcher) call or inside a watch stream.
+/// An error from a [`ListerWatcher`](crate::cache::listwatch::ListerWatcher) call or inside a
+/// watch stream.
 ///
 /// Retryability, as the reflector treats it: [`Api`](Self::Api) 410 / too-large-version →
 /// relist (from `""`); 429 and connection refused → back off and retry the same call;

@@ -210,8 +210,9 @@ fn decode_object<K: DeserializeOwned>(decoder: JsonDecoder, raw: &str) -> Result
     })
 }
 
-/// Decodes a list response body (JSON) as the [`KubeListerWatcher`](crate::kube::KubeListerWatcher)
-/// does: items that do not decode as `K` go to [`ObjectList::undecodable`].
+/// Decodes a list response body (JSON) as the
+/// [`KubeListerWatcher`](crate::kube::KubeListerWatcher) does: items that do not decode as `K`
+/// go to [`ObjectList::undecodable`].
 ///
 /// With the `fast-json` feature the body is read with sonic-rs, otherwise with serde_json.
 /// A body of 8 MiB or more (a whole list in one response) is decoded on up to 4 threads (as
