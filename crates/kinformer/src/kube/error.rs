@@ -1,8 +1,7 @@
 //! Mapping `kube::Error` onto [`ListWatchError`].
 
 use crate::cache::listwatch::{DecodeError, ListWatchError};
-
-use super::decode::api_status;
+use crate::codec::api_status;
 
 /// True if any error in the chain is an I/O "connection refused" (or says so, for wrappers
 /// that keep only the text).

@@ -23,10 +23,11 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::decode::{self, JsonDecoder};
 use super::error;
 use crate::cache::listwatch::{DecodeError, ListRest, ListWatchError, ObjectList};
-use crate::codec::list_stream::{ListBatch, ListEnd, ListFormat, ListSplit, SplitError};
+use crate::codec::list_stream::{
+    ListBatch, ListEnd, ListFormat, ListSplit, SplitError, decode_batch,
+};
 
 /// How a list body is read.
 #[derive(Debug, Clone, Copy)]
@@ -133,7 +134,7 @@ where
 /// The encoding a list response's content type names.
 fn format_of(content_type: &str) -> ListFormat {
     #[cfg(feature = "protobuf")]
-    if super::protobuf::is_protobuf(content_type) {
+    if crate::codec::protobuf::is_protobuf(content_type) {
         return ListFormat::Protobuf;
     }
     let _ = content_type;
@@ -303,38 +304,4 @@ async fn split_body<S>(
 
 fn split_failed(e: SplitError) -> ListWatchError {
     ListWatchError::Decode(DecodeError::new(e.to_string()))
-}
-
-/// Decodes one batch as a list page of its own.
-fn decode_batch<K: DeserializeOwned + Send + Sync + 'static>(
-    format: ListFormat,
-    batch: &ListBatch,
-) -> Result<ObjectList<K>, ListWatchError> {
-    match format {
-        #[cfg(feature = "protobuf")]
-        ListFormat::Protobuf => super::protobuf::decode_list::<K>(&batch.body),
-        ListFormat::Json => {
-            // The splitter checked each item to be JSON: decoded where it lies, without
-            // reading the batch as a list again.
-            let mut items = Vec::with_capacity(batch.json_items.len());
-            for (k, &(start, end, offset)) in batch.json_items.iter().enumerate() {
-                let text = batch
-                    .body
-                    .get(start..end)
-                    .and_then(|bytes| std::str::from_utf8(bytes).ok())
-                    .ok_or_else(|| {
-                        ListWatchError::Decode(DecodeError::new(format!(
-                            "list item {} (at byte {offset}) is not UTF-8",
-                            batch.first_index + k
-                        )))
-                    })?;
-                items.push(text);
-            }
-            Ok(decode::decode_items::<K, _>(
-                JsonDecoder::DEFAULT,
-                batch.body.len(),
-                &items,
-            ))
-        }
-    }
 }

@@ -9,6 +9,14 @@
 //! It works for typed resources (`k8s-openapi`, custom resources), `DynamicObject`, and
 //! metadata-only objects ([`KubeListerWatcher::metadata`] → `PartialObjectMeta<K>`).
 //!
+//! This module is the transport: the requests (query strings, `Accept`, the choice of decoder
+//! by the response's `Content-Type`), what is learnt of the server ([`ServerCapabilities`]),
+//! `kube::Error` mapped onto [`ListWatchError`],
+//! list bodies read as they arrive (and their batches decoded on tasks of their own), writes,
+//! and the factory's constructors. The decoders themselves (JSON and protobuf, lists and
+//! watch events) are the crate's codec layer, below the cache; [`decode_list`],
+//! [`decode_watch_line`], `decode_protobuf_list` and [`Wire`] are re-exported here.
+//!
 //! Differences from `kube::Api`, on purpose:
 //! - a list at `resourceVersion=0` with a `limit` still sends `resourceVersion=0` (kube drops
 //!   it when a limit is set; client-go sends both, and the reflector's page-size rules assume
@@ -68,29 +76,23 @@
 //! slowly under those errors.
 
 mod capabilities;
-mod decode;
 mod error;
 mod factory;
-mod heap_reserve;
-mod lines;
 mod list_stream;
-#[cfg(feature = "protobuf")]
-mod protobuf;
 mod response;
-mod split_decode;
 mod wire;
 mod writes;
 
 pub use capabilities::ServerCapabilities;
 pub use factory::KubeClient;
 use response::{KubeReadError, continue_token_ahead, decode_whole, watch_events};
-pub use wire::Wire;
 pub use writes::{create, create_with, replace, replace_with};
 
-pub use decode::{decode_list, decode_watch_line};
+pub use crate::codec::Wire;
+pub use crate::codec::json::{decode_list, decode_watch_line};
 #[cfg(feature = "protobuf")]
 #[cfg_attr(docsrs, doc(cfg(feature = "protobuf")))]
-pub use protobuf::decode_list as decode_protobuf_list;
+pub use crate::codec::protobuf::decode_list as decode_protobuf_list;
 
 use std::fmt;
 use std::future::Future;
@@ -106,6 +108,10 @@ use kube_core::{PartialObjectMeta, Request, Resource};
 use serde::de::DeserializeOwned;
 
 use list_stream::ListBody;
+
+use crate::codec::json::lines;
+#[cfg(feature = "protobuf")]
+use crate::codec::protobuf;
 
 use crate::cache::listwatch::{
     ListOptions, ListWatchError, ListerWatcher, NextPage, ObjectList, PrefetchedPage,

@@ -4,20 +4,21 @@
 use futures::{StreamExt, TryStreamExt};
 use serde::de::DeserializeOwned;
 
-#[cfg(feature = "protobuf")]
-use super::protobuf;
-use super::{decode, error, lines};
+use super::error;
 use crate::cache::listwatch::{DecodeError, ListWatchError, ObjectList, WatchEvent};
+use crate::codec::json::{self, lines};
+#[cfg(feature = "protobuf")]
+use crate::codec::protobuf;
 
 /// A whole list body's continue token, found without decoding the items (`None` when it is
-/// not found that way, see [`decode::continue_token_ahead`](super::decode::continue_token_ahead)).
+/// not found that way, see [`json::continue_token_ahead`]).
 pub(super) fn continue_token_ahead(content_type: &str, body: &[u8]) -> Option<String> {
     #[cfg(feature = "protobuf")]
     if protobuf::is_protobuf(content_type) {
         return protobuf::continue_token_ahead(body);
     }
     let _ = content_type;
-    decode::continue_token_ahead(body)
+    json::continue_token_ahead(body)
 }
 
 /// A whole list body, decoded by its content type.
@@ -33,7 +34,7 @@ pub(super) fn decode_whole<K: DeserializeOwned + Send + Sync + 'static>(
     let text = std::str::from_utf8(body).map_err(|e| {
         ListWatchError::Decode(DecodeError::new(format!("list response is not UTF-8: {e}")))
     })?;
-    decode::decode_list::<K>(text)
+    json::decode_list::<K>(text)
 }
 
 /// The events of a watch body, by its content type.

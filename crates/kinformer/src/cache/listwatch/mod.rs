@@ -8,8 +8,6 @@
 //!   reflector can tell a compacted version (relist) from throttling (back off) from a broken
 //!   object (skipped in a list; the end of a watch, resumed from the last synced version).
 
-mod error;
-mod event;
 mod options;
 mod pager;
 mod prefetch;
@@ -20,11 +18,11 @@ use std::sync::Arc;
 
 use futures::stream::BoxStream;
 
-pub use error::{
-    ApiStatus, CAUSE_RESOURCE_VERSION_TOO_LARGE, DecodeError, ListWatchError, StatusCause,
-    TransportErrorKind,
+pub use crate::codec::{
+    ApiStatus, Bookmark, CAUSE_RESOURCE_VERSION_TOO_LARGE, DecodeError,
+    INITIAL_EVENTS_END_ANNOTATION, ListWatchError, ObjectList, StatusCause, TransportErrorKind,
+    WatchEvent,
 };
-pub use event::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, ObjectList, WatchEvent};
 pub use options::{ListOptions, ResourceVersionMatch, Selectors, WatchOptions};
 pub use pager::{DEFAULT_PAGE_SIZE, ListPager, Listed, Page, PagedList, Pages};
 pub use prefetch::{ListPart, ListRest, NextPage, PrefetchedPage};

@@ -686,8 +686,8 @@ impl<'de, K> Deserialize<'de> for Lazy<K> {
 }
 
 /// A body in a binary format: a binary format (the storage's) calls `visit_newtype_struct`
-/// and then hands over the bytes; the wire adapters (`kube::decode`) hand over the bytes at
-/// once.
+/// and then hands over the bytes; the decoders (`codec::json`, `codec::protobuf`) hand over
+/// the bytes at once.
 struct BinaryBody<K>(PhantomData<fn() -> K>);
 
 impl<'de, K> Visitor<'de> for BinaryBody<K> {

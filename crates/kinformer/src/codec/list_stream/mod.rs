@@ -18,8 +18,11 @@
 mod json;
 
 use kube_core::ListMeta;
+use serde::de::DeserializeOwned;
 
 use json::JsonListSplitter;
+
+use crate::codec::{DecodeError, ListWatchError, ObjectList};
 
 /// The default cap on one item's bytes.
 pub(crate) const DEFAULT_MAX_ITEM: usize = 64 << 20;
@@ -232,6 +235,40 @@ fn protobuf_error(
     SplitError::Malformed {
         offset: s.bytes_read(),
         message: format!("{e} ({} items came complete)", s.items()),
+    }
+}
+
+/// Decodes one batch as a list page of its own.
+pub(crate) fn decode_batch<K: DeserializeOwned + Send + Sync + 'static>(
+    format: ListFormat,
+    batch: &ListBatch,
+) -> Result<ObjectList<K>, ListWatchError> {
+    match format {
+        #[cfg(feature = "protobuf")]
+        ListFormat::Protobuf => crate::codec::protobuf::decode_list::<K>(&batch.body),
+        ListFormat::Json => {
+            // The splitter checked each item to be JSON: decoded where it lies, without
+            // reading the batch as a list again.
+            let mut items = Vec::with_capacity(batch.json_items.len());
+            for (k, &(start, end, offset)) in batch.json_items.iter().enumerate() {
+                let text = batch
+                    .body
+                    .get(start..end)
+                    .and_then(|bytes| std::str::from_utf8(bytes).ok())
+                    .ok_or_else(|| {
+                        ListWatchError::Decode(DecodeError::new(format!(
+                            "list item {} (at byte {offset}) is not UTF-8",
+                            batch.first_index + k
+                        )))
+                    })?;
+                items.push(text);
+            }
+            Ok(crate::codec::json::decode_items::<K, _>(
+                crate::codec::json::JsonDecoder::DEFAULT,
+                batch.body.len(),
+                &items,
+            ))
+        }
     }
 }
 

@@ -7,9 +7,7 @@ use futures::{Stream, StreamExt};
 use serde::de::DeserializeOwned;
 
 use super::decode;
-use super::heap_reserve;
-use super::wire::Wire;
-use crate::cache::listwatch::{DecodeError, ListWatchError, WatchEvent};
+use crate::codec::{DecodeError, ListWatchError, WatchEvent, Wire, heap_reserve};
 
 /// The longest watch line accepted (an event carrying one object; Kubernetes refuses objects
 /// above 1.5 MiB, so this is far beyond any real one).

@@ -1,6 +1,6 @@
 //! Decoding the items of one large list body on several threads.
 //!
-//! A paged list decodes two pages at once (see [`KubeListerWatcher`](super::KubeListerWatcher)),
+//! A paged list decodes two pages at once (see the kube `KubeListerWatcher`),
 //! but some lists come in one body: an unpaginated list, or a list at `resourceVersion=0`,
 //! which an API server serves from its watch cache ignoring `limit` (Kubernetes before 1.27
 //! does; 100,000 pods then arrive in one response). Such a body's items are decoded on several
@@ -14,7 +14,7 @@
 //! larger steps: in one measured decode of 100,000 protobuf pods in two equal halves, the
 //! spawned thread took 1.3–1.5× as long as the calling thread, which then waited for it.
 //! Each thread also makes room on its heap for a chunk's typed objects before decoding it
-//! (see [`heap_reserve`](super::heap_reserve)).
+//! (see [`heap_reserve`]).
 
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};

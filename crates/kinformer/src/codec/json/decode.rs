@@ -9,18 +9,15 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube_core::ListMeta;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use super::heap_reserve;
-use super::split_decode;
-use super::wire::Wire;
-use crate::cache::listwatch::{
-    ApiStatus, Bookmark, DecodeError, ListWatchError, ObjectList, StatusCause, WatchEvent,
+use crate::codec::{
+    Bookmark, DecodeError, ListWatchError, ObjectList, WatchEvent, Wire, api_status, heap_reserve,
+    split_decode,
 };
 
 /// Which JSON decoder reads list bodies and watch lines.
@@ -175,7 +172,7 @@ pub(crate) struct BookmarkMeta {
 }
 
 /// One object's JSON handed to a `Deserialize` impl the way a binary format hands over
-/// bytes: [`Lazy`](crate::cache::Lazy) keeps it as its body (one copy) and parses its
+/// bytes: [`Lazy`](crate::codec::lazy::Lazy) keeps it as its body (one copy) and parses its
 /// metadata, instead of first scanning it again as a JSON value.
 struct RawJson<'a>(&'a str);
 
@@ -213,8 +210,9 @@ fn decode_object<K: DeserializeOwned>(decoder: JsonDecoder, raw: &str) -> Result
     })
 }
 
-/// Decodes a list response body (JSON) as the [`KubeListerWatcher`](super::KubeListerWatcher)
-/// does: items that do not decode as `K` go to [`ObjectList::undecodable`].
+/// Decodes a list response body (JSON) as the
+/// [`KubeListerWatcher`](crate::kube::KubeListerWatcher) does: items that do not decode as `K`
+/// go to [`ObjectList::undecodable`].
 ///
 /// With the `fast-json` feature the body is read with sonic-rs, otherwise with serde_json.
 /// A body of 8 MiB or more (a whole list in one response) is decoded on up to 4 threads (as
@@ -230,7 +228,7 @@ pub fn decode_list<K: DeserializeOwned + Send + Sync>(
 
 /// [`decode_list`] with a given decoder: in one pass when every item decodes (typed
 /// objects), else item by item; a large body item by item on several threads (see
-/// [`split_decode`](super::split_decode)).
+/// [`split_decode`]).
 pub(crate) fn decode_list_with<K: DeserializeOwned + Send + Sync>(
     decoder: JsonDecoder,
     body: &str,
@@ -330,7 +328,7 @@ fn list_item_by_item<K: DeserializeOwned + Send + Sync>(
 }
 
 /// Decodes items already cut out of a list and checked to be JSON (a batch of a list that
-/// streams in, see [`list_stream`](super::list_stream)), `bytes` long in all, as
+/// streams in, see [`list_stream`](crate::codec::list_stream)), `bytes` long in all, as
 /// [`list_item_by_item`] decodes the items it cuts: one that does not decode as `K` goes to
 /// [`ObjectList::undecodable`]. The list's metadata is left empty.
 pub(crate) fn decode_items<K: DeserializeOwned + Send + Sync, I: AsRef<str> + Sync>(
@@ -364,34 +362,8 @@ pub(crate) fn continue_token_ahead(body: &[u8]) -> Option<String> {
     metadata.continue_.filter(|c| !c.is_empty())
 }
 
-/// Converts a `metav1.Status` into an [`ApiStatus`].
-pub(crate) fn api_status(s: &kube_core::Status) -> ApiStatus {
-    let (causes, retry_after) = match &s.details {
-        Some(d) => (
-            d.causes
-                .iter()
-                .map(|c| StatusCause {
-                    reason: c.reason.clone(),
-                    message: c.message.clone(),
-                    field: c.field.clone(),
-                })
-                .collect(),
-            (d.retry_after_seconds > 0)
-                .then(|| Duration::from_secs(u64::from(d.retry_after_seconds))),
-        ),
-        None => (Vec::new(), None),
-    };
-    ApiStatus {
-        code: s.code,
-        reason: s.reason.clone(),
-        message: s.message.clone(),
-        causes,
-        retry_after,
-    }
-}
-
 /// Decodes one line of a JSON watch stream as the
-/// [`KubeListerWatcher`](super::KubeListerWatcher) does: `None` for a blank line; a
+/// [`KubeListerWatcher`](crate::kube::KubeListerWatcher) does: `None` for a blank line; a
 /// [`ListWatchError::Decode`] for a line that is not an event of a known type with a `K`
 /// (which ends the watch); a bare `Status` line is an [`ListWatchError::Api`] error.
 ///
@@ -484,13 +456,15 @@ fn event_of<K: DeserializeOwned>(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use kube_core::Resource;
     use serde_json::json;
 
     use super::*;
-    use crate::cache::Lazy;
+    use crate::codec::lazy::Lazy;
     use crate::test_support::{config_map_names, item_names};
 
     #[test]
@@ -566,7 +540,7 @@ mod tests {
     fn a_realistic_pod_list_reads_the_same_in_one_pass() {
         use k8s_openapi::api::core::v1::Pod;
         let pod: serde_json::Value = serde_json::from_str(include_str!(
-            "../../../kinformer-protobuf/tests/data/realistic-pod.json"
+            "../../../../kinformer-protobuf/tests/data/realistic-pod.json"
         ))
         .unwrap();
         let mut other = pod.clone();

@@ -1,4 +1,4 @@
-//! Decoding protobuf list bodies and watch frames object by object, as [`super::decode`] does
+//! Decoding protobuf list bodies and watch frames object by object, as [`json`](crate::codec::json) does
 //! for JSON: one undecodable object is skipped and reported.
 
 use std::sync::Arc;
@@ -7,11 +7,10 @@ use futures::{Stream, StreamExt};
 use kinformer_protobuf::{FrameReader, Item, List, RawList, WatchEvent as PbEvent};
 use serde::de::DeserializeOwned;
 
-use super::decode::api_status;
-use super::heap_reserve;
-use super::split_decode;
-use super::wire::Wire;
-use crate::cache::listwatch::{Bookmark, DecodeError, ListWatchError, ObjectList, WatchEvent};
+use crate::codec::{
+    Bookmark, DecodeError, ListWatchError, ObjectList, WatchEvent, Wire, api_status, heap_reserve,
+    split_decode,
+};
 
 /// True if a response's content type is protobuf (a body or a watch stream).
 pub(crate) fn is_protobuf(content_type: &str) -> bool {
@@ -42,7 +41,7 @@ pub(crate) fn prepare_schema() {
 }
 
 /// Decodes a Kubernetes protobuf list body (`k8s\0` + an enveloped list) as the
-/// [`KubeListerWatcher`](super::KubeListerWatcher) does: items that do not decode as `K` go
+/// [`KubeListerWatcher`](crate::kube::KubeListerWatcher) does: items that do not decode as `K` go
 /// to [`ObjectList::undecodable`]; a [`Lazy`](crate::cache::Lazy) item keeps its protobuf
 /// bytes and decodes only its metadata. A body of 8 MiB or more (a whole list in one
 /// response) is decoded on up to 4 threads (as many as the machine has), with the same items
@@ -138,7 +137,7 @@ fn push<K>(out: &mut ObjectList<K>, decoded: Result<Arc<K>, String>, bytes: &[u8
 }
 
 /// An object's enveloped protobuf bytes handed to a `Deserialize` impl as a binary format
-/// hands over bytes: [`Lazy`](crate::cache::Lazy) keeps them as its body and decodes only its
+/// hands over bytes: [`Lazy`](crate::codec::lazy::Lazy) keeps them as its body and decodes only its
 /// metadata.
 struct RawBytes(Vec<u8>);
 
@@ -356,14 +355,14 @@ mod tests {
         );
 
         // Lazy objects read only their metadata: all 10,000, in order.
-        let lazy = decode_list::<crate::cache::Lazy<ConfigMap>>(&bytes).unwrap();
+        let lazy = decode_list::<crate::codec::lazy::Lazy<ConfigMap>>(&bytes).unwrap();
         assert_eq!(item_names(&lazy), config_map_names(10_000, None));
         assert!(lazy.undecodable.is_empty());
     }
 
     #[test]
     fn lazy_objects_keep_each_item_and_event_object_as_protobuf() {
-        use crate::cache::Lazy;
+        use crate::codec::lazy::Lazy;
         use kube_core::Resource;
         let items = [
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}, "data": {"k": "v"}}),
@@ -398,7 +397,7 @@ mod tests {
 
     #[test]
     fn corrupt_lazy_items_are_skipped_with_their_name_or_fail_when_read() {
-        use crate::cache::Lazy;
+        use crate::codec::lazy::Lazy;
         use kube_core::Resource;
         // PodList items: `bad-meta` has a label value that is not UTF-8 (its metadata does not
         // parse: skipped, named); `bad-spec` has a spec that is not a PodSpec (its metadata

@@ -98,7 +98,7 @@ pub(crate) fn reserve(bytes: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::meta::Lazy;
+    use crate::codec::lazy::Lazy;
     use k8s_openapi::api::core::v1::Pod;
 
     #[test]

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::cache::listwatch::{ApiStatus, DecodeError};
+use super::{ApiStatus, DecodeError};
 
 /// The annotation that marks the bookmark ending a watch-list's initial state.
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
