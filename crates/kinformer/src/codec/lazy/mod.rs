@@ -67,9 +67,9 @@ pub fn full_decodes() -> u64 {
 /// once, without allocating, whatever `K` is.
 #[cfg_attr(not(any(feature = "kube", feature = "compact")), allow(dead_code))]
 pub(crate) fn keeps_bytes<K: DeserializeOwned>() -> bool {
-    let is_lazy = std::cell::Cell::new(false);
-    let _ = K::deserialize(Probe(&is_lazy));
-    is_lazy.get()
+    let asked_for_lazy = std::cell::Cell::new(false);
+    let _ = K::deserialize(Probe(&asked_for_lazy));
+    asked_for_lazy.get()
 }
 
 /// The deserializer of [`keeps_bytes`]: notes whether a newtype named [`LAZY`] is asked for,
