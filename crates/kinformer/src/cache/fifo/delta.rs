@@ -1,4 +1,4 @@
-//! Deltas: one recorded change, as the delta queues hand them to the process loop.
+//! Deltas: one recorded change, as the delta queues hand them to the informer's consumer stage.
 
 use std::fmt;
 use std::sync::Arc;

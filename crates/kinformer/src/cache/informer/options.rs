@@ -12,7 +12,7 @@ use crate::wait::BackoffManager;
 /// Builds the reflector's backoff manager each time the informer runs.
 pub type BackoffFactory = Arc<dyn Fn() -> Box<dyn BackoffManager> + Send + Sync>;
 
-/// Which delta queue sits between the reflector and the process loop.
+/// Which delta queue the informer's consumer stage orders its changes in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum QueueKind {
     /// [`RealFifo`](crate::cache::fifo::RealFifo) with atomic replace and resync: every delta in

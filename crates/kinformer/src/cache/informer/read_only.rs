@@ -8,7 +8,7 @@ use kube_core::Resource;
 use crate::cache::meta::ObjectKey;
 use crate::cache::store::{Indexer, IndexerError};
 
-/// The informer's cache as its users may see it: reads only, the process loop is the one
+/// The informer's cache as its users may see it: reads only, the consumer stage is the one
 /// writer. Cheap to clone. client-go returns the full `Indexer` from `GetIndexer`; writing to
 /// it there corrupts the cache, so kinformer hands out this view instead.
 pub struct ReadOnlyIndexer<K> {

@@ -59,7 +59,7 @@ struct Inner<K> {
     /// The last list/watch error the reflector reported (see `HasSynced::last_error`).
     last_error: Arc<Mutex<Option<String>>>,
     stopped: SyncedFlag,
-    /// Taken by the process loop around each popped item, and by handler registration and
+    /// Taken by the consumer stage around each popped item, and by handler registration and
     /// removal after the start. Lock order: `state` before `block_deltas`.
     block_deltas: Arc<Mutex<()>>,
     state: Mutex<State<K>>,

@@ -2,7 +2,7 @@
 //! a growing buffer and its own task, managed by a [`SharedProcessor`].
 //!
 //! Properties:
-//! - *Isolation*: the process loop appends to buffers and never waits for a handler; a slow
+//! - *Isolation*: the consumer stage appends to buffers and never waits for a handler; a slow
 //!   handler grows only its own buffer (visible through `pending` and `buffer_capacity`).
 //!   The exception is opt-in: a handler registered as non-blocking may be called by the
 //!   distributing task itself when nothing is buffered for it (no task wake-up per event); a

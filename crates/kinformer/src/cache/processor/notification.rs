@@ -1,4 +1,4 @@
-//! What the process loop tells handlers: add, update or delete of one object.
+//! What the consumer stage tells handlers: add, update or delete of one object.
 
 use std::sync::Arc;
 

@@ -122,7 +122,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     /// its store to a late handler. The registration's `has_synced` stays false until the
     /// handler has returned from all of them.
     ///
-    /// The caller must keep its process loop from calling
+    /// The caller must keep its consumer stage from calling
     /// [`distribute`](Self::distribute) between taking the snapshot `initial` and this call
     /// returning (client-go holds its `blockDeltas` lock).
     ///
@@ -206,7 +206,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     }
 
     /// Hands `notifications` (in order) to every listener, as [`distribute`](Self::distribute)
-    /// would one by one, with one buffer lock and one wake-up per listener: the process loop
+    /// would one by one, with one buffer lock and one wake-up per listener: the consumer stage
     /// hands over each popped batch this way (through `distribute_marked`). Sync notifications
     /// go only to the listeners due for a resync.
     #[cfg(test)]
@@ -228,7 +228,7 @@ impl<K: Send + Sync + 'static> SharedProcessor<K> {
     }
 
     /// As [`distribute_all`](Self::distribute_all), with each notification's sync mark
-    /// decided by the caller (the process loop has it from the indexer, which in compact
+    /// decided by the caller (the consumer stage has it from the indexer, which in compact
     /// storage decides it without reading the old object's metadata).
     ///
     /// With `offer`, the caller offers to deliver to non-blocking handlers on its own task:

@@ -290,7 +290,7 @@ impl<K: Resource> Indexer<K> {
     }
 
     /// Inserts or replaces `obj`, returning the previous and the stored object. The informer's
-    /// process loop uses this for "update if present, else add".
+    /// consumer stage uses this for "update if present, else add".
     ///
     /// With compact storage the previous object is decoded from its stored bytes; `new` is
     /// the object given (after the transform), not a decoded copy.
