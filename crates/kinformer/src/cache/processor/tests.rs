@@ -713,3 +713,34 @@ async fn a_slow_call_moves_a_nonblocking_listener_to_its_task_until_it_is_quick_
     listener.close();
     task.await.unwrap();
 }
+
+/// A `Delivery` delivers to the listeners that took the offer on the task that runs it;
+/// dropped undelivered, it wakes their tasks, so nothing stays buffered unseen.
+#[tokio::test(flavor = "current_thread")]
+async fn a_delivery_delivers_on_this_task_or_dropped_wakes_the_listeners_task() {
+    let (handler, mut rx) = recorder();
+    let (listener, task) = parked_nonblocking_listener(handler, Duration::from_secs(10)).await;
+    let mut delivery = Delivery::none();
+    assert!(listener.add_all_for([add("a", false)], true), "offer taken");
+    delivery.push(Arc::clone(&listener));
+    delivery.deliver();
+    assert_eq!(
+        rx.try_recv().unwrap(),
+        "add a false",
+        "delivered on this task"
+    );
+
+    let mut dropped = Delivery::none();
+    assert!(listener.add_all_for([add("b", false)], true), "offer taken");
+    dropped.push(Arc::clone(&listener));
+    drop(dropped);
+    assert!(rx.try_recv().is_err(), "not on this task");
+    let woken = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await;
+    assert_eq!(
+        woken.ok().flatten().as_deref(),
+        Some("add b false"),
+        "from its own task, woken by the drop"
+    );
+    listener.close();
+    task.await.unwrap();
+}
