@@ -7,6 +7,7 @@ use futures::{Stream, StreamExt};
 use kinformer_protobuf::{FrameReader, Item, List, RawList, WatchEvent as PbEvent};
 use serde::de::DeserializeOwned;
 
+use crate::codec::lazy::raw::RawBytes;
 use crate::codec::{
     Bookmark, DecodeError, ListWatchError, ObjectList, WatchEvent, Wire, api_status, heap_reserve,
     split_decode,
@@ -133,29 +134,6 @@ fn push<K>(out: &mut ObjectList<K>, decoded: Result<Arc<K>, String>, bytes: &[u8
             name: kinformer_protobuf::object_name(bytes).map(str::to_owned),
             message,
         }),
-    }
-}
-
-/// An object's enveloped protobuf bytes handed to a `Deserialize` impl as a binary format
-/// hands over bytes: [`Lazy`](crate::codec::lazy::Lazy) keeps them as its body and decodes only its
-/// metadata.
-struct RawBytes(Vec<u8>);
-
-impl<'de> serde::Deserializer<'de> for RawBytes {
-    type Error = serde::de::value::Error;
-
-    fn deserialize_any<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-        v.visit_byte_buf(self.0)
-    }
-
-    fn is_human_readable(&self) -> bool {
-        false
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
-        identifier ignored_any
     }
 }
 

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
+use crate::codec::lazy::raw::RawJson;
 use crate::codec::{
     Bookmark, DecodeError, ListWatchError, ObjectList, WatchEvent, Wire, api_status, heap_reserve,
     split_decode,
@@ -169,29 +170,6 @@ pub(crate) struct BookmarkMeta {
     pub(crate) resource_version: String,
     #[serde(default)]
     pub(crate) annotations: Option<std::collections::BTreeMap<String, String>>,
-}
-
-/// One object's JSON handed to a `Deserialize` impl the way a binary format hands over
-/// bytes: [`Lazy`](crate::codec::lazy::Lazy) keeps it as its body (one copy) and parses its
-/// metadata, instead of first scanning it again as a JSON value.
-struct RawJson<'a>(&'a str);
-
-impl<'de> serde::Deserializer<'de> for RawJson<'de> {
-    type Error = serde::de::value::Error;
-
-    fn deserialize_any<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-        v.visit_borrowed_str(self.0)
-    }
-
-    fn is_human_readable(&self) -> bool {
-        false
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
-        identifier ignored_any
-    }
 }
 
 fn decode_object<K: DeserializeOwned>(decoder: JsonDecoder, raw: &str) -> Result<K, DecodeError> {

@@ -31,6 +31,8 @@
 //! [`full_decodes`] counts full decodes process-wide, for metrics and tests.
 
 mod meta;
+#[cfg(feature = "kube")]
+pub(crate) mod raw;
 
 use std::borrow::Cow;
 use std::cell::RefCell;
